@@ -1,0 +1,30 @@
+"""Content hashes shared by the generator's ledger and the auditor (one definition, two users)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+
+def column_sha256(values: np.ndarray) -> str:
+    """sha256 of a column's values: dtype-tagged little-endian bytes, or unit-separated text for strings."""
+    h = hashlib.sha256()
+    if values.dtype.kind in "OUT":
+        h.update(b"str:")
+        h.update("\x1f".join("" if v is None else str(v) for v in values.tolist()).encode())
+    else:
+        arr = np.ascontiguousarray(values)
+        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+        h.update(f"{arr.dtype.kind}{arr.dtype.itemsize}:".encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()

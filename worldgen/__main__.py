@@ -1,0 +1,3 @@
+from worldgen.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,424 @@
+"""Contract -> canonical state X, layer by layer, with a hashed ledger.
+
+Step 0 draws the entities (units, parties). Step l+1 draws every variable of generation layer l from its
+parents, which are read-only arrays by then; the volume variable's step also realises the event table,
+one row per event. Each step has its own seed stream, commits its outputs at once into a new state and
+appends a ledger record: sha256 of every input and output column, the seed, row counts and checks that
+parents were left untouched. X is the hidden truth: analysts only ever see its projection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+from faker import Faker
+
+from contracts.hashing import column_sha256
+from contracts.model import Contract, Edge, Variable
+from worldgen.contract import focus_variable
+from worldgen.mechanisms import MECHANISMS
+from worldgen.packs import DomainPack
+
+Table = MappingProxyType  # read-only mapping of column name -> read-only array
+NOISE = 0.3  # child noise sd as a share of the child's nominal sd
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    arr = np.ascontiguousarray(arr)
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass
+class CanonicalState:
+    """The committed tables, the ledger, and each focus parent's contribution (for attribution targets)."""
+
+    tables: dict[str, Table] = field(default_factory=dict)
+    ledger: list[dict] = field(default_factory=list)
+    contributions: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def column(self, table: str, name: str) -> np.ndarray:
+        return self.tables[table][name]
+
+    def commit(self, outputs: dict[str, dict[str, np.ndarray]]) -> None:
+        """Add new columns (never replace one) and freeze them."""
+        for table, cols in outputs.items():
+            current = dict(self.tables.get(table, {}))
+            clash = set(cols) & set(current)
+            if clash:
+                raise RuntimeError(f"step would overwrite committed columns {sorted(clash)} of {table}")
+            current.update({k: _frozen(v) for k, v in cols.items()})
+            self.tables[table] = MappingProxyType(current)
+
+
+class Grid:
+    """Shapes and index maps between the three grains: unit (U,), panel (U, T), event (N,)."""
+
+    def __init__(self, units: int, periods: int):
+        self.units, self.periods = units, periods
+        self.event_unit = np.zeros(0, dtype=np.int64)
+        self.event_day = np.zeros(0, dtype=np.int64)
+
+    def set_events(self, unit_idx: np.ndarray, day: np.ndarray) -> None:
+        self.event_unit, self.event_day = unit_idx, day
+
+    def shape(self, grain: str) -> tuple[int, ...]:
+        return {"unit": (self.units,), "panel": (self.units, self.periods), "event": (len(self.event_unit),)}[grain]
+
+    def time(self, grain: str) -> np.ndarray:
+        if grain == "panel":
+            return np.broadcast_to(np.arange(self.periods, dtype=float), self.shape("panel"))
+        return self.event_day.astype(float)
+
+    def align(self, values: np.ndarray, source: str, target: str, fill: float = 0.0) -> np.ndarray:
+        """Move values from the source grain to the target grain (event -> panel averages per cell)."""
+        if source == target:
+            return values
+        if source == "unit":
+            return values[:, None] * np.ones(self.periods) if target == "panel" else values[self.event_unit]
+        if source == "panel" and target == "event":
+            return values[self.event_unit, self.event_day]
+        if source == "event" and target == "panel":
+            cells = self.event_unit * self.periods + self.event_day
+            size = self.units * self.periods
+            total = np.bincount(cells, weights=values, minlength=size)
+            count = np.bincount(cells, minlength=size)
+            # Cells without events carry the parent's nominal level, so they contribute nothing.
+            mean = np.where(count > 0, total / np.maximum(count, 1), fill)
+            return mean.reshape(self.units, self.periods)
+        raise ValueError(f"cannot align {source} values to {target}")
+
+
+def generate(
+    contract: Contract,
+    pack: DomainPack,
+    rng_for_step: Callable[[int], np.random.Generator],
+    seed_of: Callable[[int], dict],
+) -> CanonicalState:
+    """Run every step in order; `rng_for_step(k)` is step k's generator, `seed_of(k)` its ledger record."""
+    state = CanonicalState()
+    units = next(e for e in contract.entities if e.role == "unit").count
+    grid = Grid(units, contract.timeline.periods)
+    variables = {v.name: v for v in contract.variables}
+    parents_of: dict[str, list[Edge]] = {v: [] for v in variables}
+    for e in contract.edges:
+        parents_of[e.child].append(e)
+    focus = focus_variable(contract)
+
+    _run_step(state, "entities", 0, seed_of(0), [], lambda: _entities(contract, pack, rng_for_step(0)))
+    for layer, names in enumerate(contract.layers):
+        step = layer + 1
+        inputs = sorted({(_table(variables[e.parent]), e.parent) for n in names for e in parents_of[n]})
+
+        def run(names=names, step=step) -> dict[str, dict[str, np.ndarray]]:
+            rng = rng_for_step(step)
+            outputs: dict[str, dict[str, np.ndarray]] = {}
+            for name in names:
+                v = variables[name]
+                if v.grain == "event":
+                    _ensure_events_in(outputs, state, grid)
+                values = _draw(v, parents_of[name], variables, state, outputs, grid, contract, pack, rng, name == focus)
+                if v.role == "volume":
+                    counts = rng.poisson(values).astype(np.int64)
+                    outputs.setdefault("panel", {})[name] = counts.reshape(-1)
+                    outputs["panel"][f"{name}_expected"] = values.reshape(-1)
+                    outputs["events"] = _events(counts, contract, pack, grid, rng)
+                else:
+                    outputs.setdefault(_table(v), {})[name] = values.reshape(-1)
+            return outputs
+
+        _run_step(state, f"layer {layer}", step, seed_of(step), inputs, run, variables=names)
+    return state
+
+
+def _ensure_events_in(outputs: dict, state: CanonicalState, grid: Grid) -> None:
+    if "events" not in outputs and "events" not in state.tables:
+        raise RuntimeError("an event variable was scheduled before its events exist")
+
+
+def _table(v: Variable) -> str:
+    return {"unit": "units", "panel": "panel", "event": "events"}[v.grain]
+
+
+def _run_step(
+    state: CanonicalState, name: str, step: int, seed: dict, inputs: list[tuple[str, str]], run, variables=()
+) -> None:
+    before = {f"{t}.{c}": column_sha256(state.column(t, c)) for t, c in inputs}
+    outputs = run()
+    after = {f"{t}.{c}": column_sha256(state.column(t, c)) for t, c in inputs}
+    state.commit(outputs)
+    state.ledger.append(
+        {
+            "step": step,
+            "name": name,
+            "variables": list(variables),
+            "seed": seed,
+            "inputs": before,
+            "outputs": {
+                f"{t}.{c}": column_sha256(state.column(t, c))
+                for t, cols in sorted(outputs.items())
+                for c in sorted(cols)
+            },
+            "rows": {t: len(next(iter(state.tables[t].values()))) for t in sorted(outputs)},
+            "checks": {"parents_unchanged": before == after, "outputs_new": True},
+        }
+    )
+
+
+def _panel_keys(units: int, periods: int) -> dict[str, np.ndarray]:
+    unit = np.repeat(np.arange(1, units + 1, dtype=np.int64), periods)
+    day = np.tile(np.arange(periods, dtype=np.int64), units)
+    return {"unit_id": unit, "day": day}
+
+
+def _entities(contract: Contract, pack: DomainPack, rng: np.random.Generator) -> dict[str, dict[str, np.ndarray]]:
+    ent = pack.entities
+    n_units = next(e for e in contract.entities if e.role == "unit").count
+    n_parties = next(e for e in contract.entities if e.role == "party").count
+    fake = Faker("en_US")
+    fake.seed_instance(int(rng.integers(2**31)))
+    names: list[str] = []
+    seen: set[str] = set()
+    for i in range(n_units):
+        name = _unit_name(fake, ent.unit.name_style, ent.unit.name, i)
+        while name in seen:  # names must identify units within a system
+            name = f"{name} {fake.city_suffix()}"
+        seen.add(name)
+        names.append(name)
+    cap = ent.unit.capacity
+    capacity = np.clip(np.round(rng.normal(cap.mean, cap.sd, n_units)), max(cap.min, 1), cap.max)
+    regions = np.array(pack.regions, dtype=object)
+    first = np.array(sorted(_faker_list(fake, "first_names")), dtype=object)
+    last = np.array(sorted(_faker_list(fake, "last_names")), dtype=object)
+    party_names = first[rng.integers(len(first), size=n_parties)] + " " + last[rng.integers(len(last), size=n_parties)]
+    return {
+        "units": {
+            "unit_id": np.arange(1, n_units + 1, dtype=np.int64),
+            "name": np.array(names, dtype=object),
+            "region": regions[rng.integers(len(regions), size=n_units)],
+            cap.name: capacity,
+        },
+        "parties": {
+            "party_id": np.arange(1, n_parties + 1, dtype=np.int64),
+            "name": party_names,
+            "region": regions[rng.integers(len(regions), size=n_parties)],
+            "signup_day": rng.integers(-720, contract.timeline.periods, size=n_parties).astype(np.int64),
+        },
+        "panel": _panel_keys(n_units, contract.timeline.periods),
+    }
+
+
+def _faker_list(fake: Faker, attr: str) -> list[str]:
+    provider = next(p for p in fake.providers if hasattr(p, attr))
+    values = getattr(provider, attr)
+    return list(values.keys() if isinstance(values, dict) else values)
+
+
+def _unit_name(fake: Faker, style: str, noun: str, i: int) -> str:
+    match style:
+        case "person":
+            return fake.name()
+        case "place":
+            return f"{fake.city()} {noun.replace('_', ' ').title()}"
+        case "code":
+            return f"{noun.replace('_', ' ').title()} {fake.city()} {i + 1:03d}"
+    return fake.company()
+
+
+def _draw(
+    v: Variable,
+    edges: list[Edge],
+    variables: dict[str, Variable],
+    state: CanonicalState,
+    outputs: dict,
+    grid: Grid,
+    contract: Contract,
+    pack: DomainPack,
+    rng: np.random.Generator,
+    is_focus: bool,
+) -> np.ndarray:
+    """One variable on its grid: a root pattern, or mean + sum of edge contributions + noise."""
+    if not edges:
+        values = _root(v, grid, contract, rng)
+        if v.dtype == "categorical":
+            return values
+    else:
+        total = np.full(grid.shape(v.grain), v.mean)
+        for e in sorted(edges, key=lambda e: e.parent):
+            contribution = _contribution(e, v, variables, state, outputs, grid, pack, rng)
+            if is_focus:
+                state.contributions[e.parent] = contribution
+            total = total + contribution
+        values = total if v.role == "volume" else total + rng.normal(0, NOISE * v.sd, total.shape)
+    lo = v.min if v.min is not None else -np.inf
+    hi = v.max if v.max is not None else np.inf
+    if v.role == "volume":
+        lo = max(lo, 0.02)
+    values = np.clip(values, lo, hi)
+    if v.dtype == "count" and v.role != "volume":
+        values = np.round(values)
+    return values
+
+
+def _lookup(name: str, variables: dict[str, Variable], state: CanonicalState, outputs: dict) -> np.ndarray:
+    table = _table(variables[name])
+    if table in outputs and name in outputs[table]:
+        return outputs[table][name]
+    return state.column(table, name)
+
+
+def _grid_values(
+    name: str, variables: dict[str, Variable], state: CanonicalState, outputs: dict, grid: Grid
+) -> np.ndarray:
+    v = variables[name]
+    raw = _lookup(name, variables, state, outputs)
+    if v.dtype == "categorical":
+        return _codes(raw, v.levels)
+    return raw.reshape(grid.units, grid.periods).astype(float) if v.grain == "panel" else raw.astype(float)
+
+
+def _codes(raw: np.ndarray, levels: list[str]) -> np.ndarray:
+    index = {lvl: i for i, lvl in enumerate(levels)}
+    return np.array([index[x] for x in raw.tolist()], dtype=float)
+
+
+def _contribution(
+    e: Edge,
+    child: Variable,
+    variables: dict[str, Variable],
+    state: CanonicalState,
+    outputs: dict,
+    grid: Grid,
+    pack: DomainPack,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    parent = variables[e.parent]
+    x = _grid_values(e.parent, variables, state, outputs, grid)
+    mechanism = MECHANISMS[e.kind]
+    center = float(e.params.get("center", parent.mean))
+    if e.kind == "lag":
+        panel_x = grid.align(x, parent.grain, "panel", fill=center)
+        return grid.align(mechanism.apply({"x": panel_x}, e.params, rng), "panel", child.grain)
+    inputs = {"x": grid.align(x, parent.grain, child.grain, fill=center)}
+    if e.kind == "seasonal":
+        inputs["t"] = grid.time(child.grain)
+    if e.kind == "interaction":
+        moderator = variables[e.params["moderator"]]
+        m = _grid_values(moderator.name, variables, state, outputs, grid)
+        inputs["moderator"] = grid.align(m, moderator.grain, child.grain, fill=moderator.mean)
+    if e.kind == "ratio":
+        capacity = state.column("units", pack.entities.unit.capacity.name).astype(float)
+        inputs["denominator"] = grid.align(capacity, "unit", child.grain)
+    return mechanism.apply(inputs, e.params, rng)
+
+
+def _root(v: Variable, grid: Grid, contract: Contract, rng: np.random.Generator) -> np.ndarray:
+    """Root patterns: static unit attributes, daily signals with a regime shift, or stepwise policies."""
+    U, T = grid.units, grid.periods
+    if v.grain == "unit":
+        if v.dtype == "categorical":
+            probs = rng.dirichlet(np.full(len(v.levels), 3.0))
+            return np.array(v.levels, dtype=object)[rng.choice(len(v.levels), size=U, p=probs)]
+        return rng.normal(v.mean, v.sd, U)
+    if v.grain == "event":  # drawn per event: a unit level, a shift after the change day, event noise
+        unit_level = v.mean + 0.4 * v.sd * rng.standard_normal(U)
+        shift = rng.choice([-1.0, 1.0]) * rng.uniform(0.5, 1.0) * v.sd
+        late = grid.event_day >= contract.timeline.change_day
+        base = unit_level[grid.event_unit] + np.where(late, shift, 0.0)
+        return base + 0.6 * v.sd * rng.standard_normal(base.shape)
+    change = contract.timeline.change_day + rng.integers(-10, 11, size=U)
+    after = np.arange(T)[None, :] >= change[:, None]
+    changed = rng.random(U) < rng.uniform(0.35, 0.75)
+    direction = rng.choice([-1.0, 1.0])
+    if v.dtype == "binary":
+        p_before = np.clip(v.mean + direction * 0.25, 0.05, 0.95)
+        p_after = np.clip(v.mean - direction * 0.25, 0.05, 0.95)
+        if v.pattern == "policy":
+            before_on = rng.random(U) < p_before
+            after_on = np.where(changed, rng.random(U) < p_after, before_on)
+            return np.where(after, after_on[:, None], before_on[:, None]).astype(float)
+        return (rng.random((U, T)) < np.where(after, p_after, p_before)).astype(float)
+    shift = direction * rng.uniform(0.8, 1.5) * v.sd
+    if v.pattern == "policy":
+        base = v.mean + 0.6 * v.sd * rng.standard_normal(U)
+        return np.round(base[:, None] + np.where(after & changed[:, None], shift, 0.0), 1)
+    unit_effect = 0.4 * v.sd * rng.standard_normal(U)[:, None]
+    season = 0.4 * v.sd * np.sin(2 * np.pi * (np.arange(T) + rng.uniform(0, 365)) / 365.0)[None, :]
+    noise = np.empty((U, T))
+    noise[:, 0] = rng.standard_normal(U)
+    shocks = rng.standard_normal((U, T)) * np.sqrt(1 - 0.7**2)
+    for t in range(1, T):  # AR(1) over days; vectorised across units
+        noise[:, t] = 0.7 * noise[:, t - 1] + shocks[:, t]
+    regime = np.where(after & changed[:, None], 0.6 * shift, 0.0)
+    return v.mean + unit_effect + season + 0.5 * v.sd * noise + regime
+
+
+def _events(
+    counts: np.ndarray, contract: Contract, pack: DomainPack, grid: Grid, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Expand per-cell counts into event rows with a party, a time of day and an amount."""
+    flat = counts.reshape(-1)
+    cells = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
+    unit_idx, day = cells // grid.periods, cells % grid.periods
+    seconds = rng.integers(7 * 3600, 23 * 3600, size=cells.size)
+    time = day * 86400 + seconds
+    order = np.lexsort((unit_idx, time))
+    unit_idx, day, time = unit_idx[order], day[order], time[order]
+    grid.set_events(unit_idx, day)
+    n_parties = next(e for e in contract.entities if e.role == "party").count
+    loyalty = rng.gamma(0.6, 1.0, n_parties)  # a few frequent parties, a long tail of rare ones
+    party = rng.choice(n_parties, size=cells.size, p=loyalty / loyalty.sum()) + 1
+    amount = pack.entities.event.amount
+    sigma = np.sqrt(np.log1p((amount.sd / amount.mean) ** 2))
+    values = rng.lognormal(np.log(amount.mean) - sigma**2 / 2, sigma, cells.size)
+    return {
+        "event_id": np.arange(1, cells.size + 1, dtype=np.int64),
+        "unit_id": unit_idx + 1,
+        "party_id": party.astype(np.int64),
+        "day": day,
+        "time": time.astype(np.int64),
+        amount.name: np.round(np.clip(values, amount.min, amount.max), 2),
+    }
+
+
+def focus_series(contract: Contract, state: CanonicalState, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The focus variable's values and their periods, on the grain an analyst would average."""
+    v = next(x for x in contract.variables if x.name == name)
+    if v.grain == "event":
+        return state.column("events", name).astype(float), state.column("events", "day")
+    return state.column("panel", name).astype(float), state.column("panel", "day")
+
+
+def seal(contract: Contract, state: CanonicalState) -> Contract:
+    """Fill the targets that depend on realised data, from the generation record, and mark C sealed."""
+    sealed = contract.model_copy(deep=True)
+    focus = focus_variable(contract)
+    half = contract.timeline.periods // 2
+    values, day = focus_series(contract, state, focus)
+    first, second = day < half, day >= half
+    h1, h2 = float(values[first].mean()), float(values[second].mean())
+    deltas = {}
+    for parent, contribution in state.contributions.items():
+        flat = contribution.reshape(-1)
+        deltas[parent] = float(flat[second].mean() - flat[first].mean())
+    total = sum(deltas.values())
+    v = next(x for x in contract.variables if x.name == focus)
+    keep = []
+    for ph in sealed.phenomena:
+        if ph.kind == "period_change":
+            ph.target = round((h2 - h1) / h1, 6) if h1 else 0.0
+            ph.description += f" (H1 mean {h1:.4g}, H2 mean {h2:.4g})"
+        elif ph.kind == "attribution":
+            if abs(total) < 0.05 * v.sd:  # no material change: shares would be noise over noise
+                continue
+            ph.target = round(deltas[ph.variables[0]] / total, 6)
+        keep.append(ph)
+    sealed.phenomena = keep
+    for entity in sealed.entities:
+        table = entity.table
+        entity.count = len(state.column(table, entity.key))
+    sealed.sealed = True
+    return sealed

@@ -1,0 +1,107 @@
+"""The `worldgen` command line. Every user error is one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from contracts.errors import WorldgenError
+from worldgen import __version__
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the problem (no usage dump), exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="worldgen", description="Mechanism-first synthetic data worlds for data-analysis agents.")
+    parser.add_argument("--version", action="version", version=f"worldgen {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    b = sub.add_parser("build", help="build N worlds (resumable)")
+    b.add_argument("--n", type=int, required=True, help="number of worlds")
+    b.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
+    b.add_argument("--out", type=Path, default=Path("output"), help="output directory (default ./output)")
+    b.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
+    b.add_argument("--size", default="default", help="small | default | large (default: default)")
+    b.add_argument("--domains", default="", help="comma-separated domains to draw personas from (default: all)")
+    b.add_argument("--personas", type=Path, default=None, help="JSONL persona file to use instead of the library")
+    b.add_argument("--defect-scale", type=float, default=1.0, help="multiply every defect rate (0 = clean files)")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    sub.add_parser("domains", help="list the domain packs")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "build":
+            return _build(args)
+        if args.command == "domains":
+            return _domains()
+    except WorldgenError as exc:
+        print(f"worldgen: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("worldgen: interrupted; finished worlds are kept, re-run to resume", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from worldgen.build import BuildConfig, run_build
+
+    cfg = BuildConfig(
+        n=args.n,
+        seed=args.seed,
+        out=args.out,
+        workers=args.workers,
+        size=args.size,
+        domains=tuple(d.strip() for d in args.domains.split(",") if d.strip()),
+        personas_file=args.personas,
+        defect_scale=args.defect_scale,
+    )
+    started = time.perf_counter()
+    progress = Progress(
+        TextColumn("building worlds"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=args.quiet or not sys.stderr.isatty(),
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task("build", total=args.n if isinstance(args.n, int) and args.n > 0 else None)
+        summary = run_build(cfg, on_world=lambda entry: progress.advance(task))
+        progress.update(task, completed=args.n)
+    elapsed = time.perf_counter() - started
+    rate = summary.built / elapsed if elapsed > 0 else 0.0
+    print(
+        f"built {summary.built} world(s), skipped {summary.skipped} already finished, in {elapsed:.1f}s "
+        f"({rate:.2f} worlds/s); manifest: {cfg.out / 'manifest.jsonl'}"
+    )
+    return 0
+
+
+def _domains() -> int:
+    from personas import builtin_personas
+    from worldgen.packs import builtin_packs
+
+    counts: dict[str, int] = {}
+    for p in builtin_personas():
+        counts[p.domain] = counts.get(p.domain, 0) + 1
+    for name, pack in sorted(builtin_packs().items()):
+        print(
+            f"{name:20s} {len(pack.variables):3d} variables {len(pack.edges):3d} edges {counts.get(name, 0):3d} personas  {pack.title}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""Observation defects: small wrappers that take a table and return a new one plus an exact record.
+
+A defect never mutates its input (polars frames are immutable) and its record holds everything needed to
+undo it: `undo(apply(df)) == df` for every defect, which the tests check property-style. Records name
+observed columns, rows (0-based positions in the frame the defect saw) and parameters.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import polars as pl
+
+Record = dict[str, Any]
+
+
+class Defect:
+    kind: ClassVar[str]
+
+    def apply(self, df: pl.DataFrame, rng: np.random.Generator) -> tuple[pl.DataFrame, Record]:
+        raise NotImplementedError
+
+    @staticmethod
+    def undo(df: pl.DataFrame, record: Record) -> pl.DataFrame:
+        raise NotImplementedError
+
+
+def _pick(rng: np.random.Generator, n: int, rate: float, minimum: int = 1) -> np.ndarray:
+    k = min(n, max(minimum, int(round(n * rate)))) if rate > 0 else 0
+    return np.sort(rng.choice(n, size=k, replace=False)) if k else np.zeros(0, dtype=np.int64)
+
+
+def _set_rows(df: pl.DataFrame, column: str, rows: list[int], values: list[Any]) -> pl.DataFrame:
+    series = df[column].to_list()
+    for r, v in zip(rows, values, strict=False):
+        series[r] = v
+    return df.with_columns(pl.Series(column, series, dtype=df.schema[column]))
+
+
+SPELLINGS = (
+    ("upper", lambda s: s.upper()),
+    ("lower", lambda s: s.lower()),
+    ("no_punctuation", lambda s: re.sub(r"[.,'&-]", "", s).replace("  ", " ")),
+    ("and_for_ampersand", lambda s: s.replace(" and ", " & ") if " and " in s else s.replace("&", "and")),
+    ("suffix_dropped", lambda s: re.sub(r",?\s+(Inc|LLC|Ltd|PLC|Group|and Sons|Co)\.?$", "", s)),
+    ("extra_space", lambda s: s.replace(" ", "  ", 1)),
+    ("transposed", lambda s: s[:2] + s[3] + s[2] + s[4:] if len(s) > 4 else s.upper()),
+)
+
+
+@dataclass(frozen=True)
+class SpellingVariants(Defect):
+    """The same entity's name spelled differently by another system (case, punctuation, suffix, typo)."""
+
+    column: str
+    rate: float
+    kind: ClassVar[str] = "id_variants"
+
+    def apply(self, df, rng):
+        rows = _pick(rng, df.height, self.rate)
+        names = df[self.column].to_list()
+        changes = []
+        for r in rows.tolist():
+            label, fn = SPELLINGS[int(rng.integers(len(SPELLINGS)))]
+            shown = fn(names[r])
+            if shown == names[r]:
+                shown = names[r].upper() if names[r] != names[r].upper() else names[r].lower()
+            changes.append([r, names[r], shown, label])
+        out = _set_rows(df, self.column, [c[0] for c in changes], [c[2] for c in changes])
+        return out, {"kind": self.kind, "column": self.column, "changes": changes}
+
+    @staticmethod
+    def undo(df, record):
+        return _set_rows(df, record["column"], [c[0] for c in record["changes"]], [c[1] for c in record["changes"]])
+
+
+@dataclass(frozen=True)
+class MissingValues(Defect):
+    """Values lost by a system (blank cells), at random rows."""
+
+    column: str
+    rate: float
+    kind: ClassVar[str] = "missing"
+
+    def apply(self, df, rng):
+        rows = _pick(rng, df.height, self.rate)
+        original = df[self.column].gather(rows).to_list()
+        out = _set_rows(df, self.column, rows.tolist(), [None] * len(rows))
+        return out, {"kind": self.kind, "column": self.column, "rows": rows.tolist(), "values": original}
+
+    @staticmethod
+    def undo(df, record):
+        return _set_rows(df, record["column"], record["rows"], record["values"])
+
+
+@dataclass(frozen=True)
+class Duplicates(Defect):
+    """Rows re-sent by a system: exact copies inserted shortly after the original."""
+
+    rate: float
+    kind: ClassVar[str] = "duplicates"
+
+    def apply(self, df, rng):
+        sources = _pick(rng, df.height, self.rate)
+        offsets = rng.integers(1, 30, size=len(sources))
+        position = np.concatenate(
+            [np.arange(df.height, dtype=float), np.minimum(sources + offsets - 0.5, df.height - 0.5)]
+        )
+        origin = np.concatenate([np.arange(df.height), sources])
+        order = np.argsort(position, kind="stable")
+        taken = origin[order]
+        inserted = np.flatnonzero(order >= df.height)
+        record = {"kind": self.kind, "inserted_at": inserted.tolist(), "copies_of": taken[inserted].tolist()}
+        return df[taken.tolist()], record
+
+    @staticmethod
+    def undo(df, record):
+        keep = np.ones(df.height, dtype=bool)
+        keep[record["inserted_at"]] = False
+        return df.filter(pl.Series(keep))
+
+
+@dataclass(frozen=True)
+class ReportingDelay(Defect):
+    """Entries logged late: the recorded day is later than the true day by 1..max_days."""
+
+    column: str
+    rate: float
+    max_days: int
+    after_day: int = -1  # only entries dated after this day are delayed (a log's opening rows are not late)
+    kind: ClassVar[str] = "delay"
+
+    def apply(self, df, rng):
+        eligible = np.flatnonzero((df[self.column] > self.after_day).to_numpy())
+        rows = np.sort(eligible[_pick(rng, len(eligible), self.rate)]) if len(eligible) else eligible
+        days = rng.integers(1, self.max_days + 1, size=len(rows))
+        values = (df[self.column].gather(rows) + pl.Series(days)).to_list()
+        out = _set_rows(df, self.column, rows.tolist(), values)
+        return out, {"kind": self.kind, "column": self.column, "rows": rows.tolist(), "days": days.tolist()}
+
+    @staticmethod
+    def undo(df, record):
+        values = (df[record["column"]].gather(record["rows"]) - pl.Series(record["days"])).to_list()
+        return _set_rows(df, record["column"], record["rows"], values)
+
+
+@dataclass(frozen=True)
+class UnitDrift(Defect):
+    """From a migration day on, a system reports a quantity in another unit (USD -> cents, kWh -> Wh)."""
+
+    column: str
+    day_column: str
+    from_day: int
+    factor: float
+    unit_from: str
+    unit_to: str
+    decimals: int
+    kind: ClassVar[str] = "unit_drift"
+
+    def apply(self, df, rng):
+        rows = np.flatnonzero(
+            (df[self.day_column] >= self.from_day).to_numpy() & df[self.column].is_not_null().to_numpy()
+        )
+        scaled = (df[self.column].gather(rows) * self.factor).round(drift_decimals(self.decimals, self.factor))
+        out = _set_rows(df, self.column, rows.tolist(), scaled.to_list())
+        return out, {
+            "kind": self.kind,
+            "column": self.column,
+            "day_column": self.day_column,
+            "from_day": self.from_day,
+            "factor": self.factor,
+            "unit_from": self.unit_from,
+            "unit_to": self.unit_to,
+            "decimals": self.decimals,
+            "rows": rows.tolist(),
+        }
+
+    @staticmethod
+    def undo(df, record):
+        values = (df[record["column"]].gather(record["rows"]) / record["factor"]).round(record["decimals"])
+        return _set_rows(df, record["column"], record["rows"], values.to_list())
+
+
+def drift_decimals(decimals: int, factor: float) -> int:
+    """Decimals to keep after scaling so that dividing back and rounding restores the value exactly."""
+    if factor >= 1:
+        return max(decimals - int(np.floor(np.log10(factor))), 0)
+    return decimals + int(np.ceil(-np.log10(factor)))
+
+
+@dataclass(frozen=True)
+class SchemaDrift(Defect):
+    """From a release day on, a column is reported under a new name; the old column is left empty."""
+
+    column: str
+    new_column: str
+    day_column: str
+    from_day: int
+    kind: ClassVar[str] = "schema_drift"
+
+    def apply(self, df, rng):
+        late = df[self.day_column] >= self.from_day
+        rows = np.flatnonzero(late.to_numpy())
+        out = df.with_columns(
+            pl.when(late).then(None).otherwise(pl.col(self.column)).alias(self.column),
+            pl.when(late).then(pl.col(self.column)).otherwise(None).alias(self.new_column),
+        )
+        return out, {
+            "kind": self.kind,
+            "column": self.column,
+            "new_column": self.new_column,
+            "day_column": self.day_column,
+            "from_day": self.from_day,
+            "rows": rows.tolist(),
+        }
+
+    @staticmethod
+    def undo(df, record):
+        late = np.zeros(df.height, dtype=bool)
+        late[record["rows"]] = True
+        merged = pl.when(pl.Series(late)).then(pl.col(record["new_column"])).otherwise(pl.col(record["column"]))
+        return df.with_columns(merged.alias(record["column"])).drop(record["new_column"])
+
+
+DEFECTS: dict[str, type[Defect]] = {
+    d.kind: d for d in (SpellingVariants, MissingValues, Duplicates, ReportingDelay, UnitDrift, SchemaDrift)
+}
+
+
+def undo_all(df: pl.DataFrame, records: list[Record]) -> pl.DataFrame:
+    """Undo a file's defects in reverse order of application."""
+    for record in reversed(records):
+        df = DEFECTS[record["kind"]].undo(df, record)
+    return df

@@ -1,0 +1,268 @@
+"""Canonical X -> observed files E: each business system's view, its naming, and its defects.
+
+For every deliverable of the contract: build the system's clean view of X (typed: integer keys, integer
+days), apply the planned defects with the `defects` seed stream, then render keys and dates in the
+system's own conventions. The clean view and the defect records are enough to rebuild E exactly, and
+undoing the records on E gives back the clean view; both facts are tested.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from contracts.model import Contract, Deliverable
+from worldgen.canonical import CanonicalState
+from worldgen.defects import (
+    Defect,
+    Duplicates,
+    MissingValues,
+    ReportingDelay,
+    SchemaDrift,
+    SpellingVariants,
+    UnitDrift,
+)
+from worldgen.naming import STRFTIME
+from worldgen.packs import DomainPack
+
+
+@dataclass(frozen=True)
+class DefectSettings:
+    """How heavy the defects are; `scale` multiplies every rate (0 gives clean files)."""
+
+    scale: float = 1.0
+    spelling_rate: float = 0.35
+    missing_rate: float = 0.03
+    duplicate_rate: float = 0.02
+    delay_rate: float = 0.5
+    delay_max_days: int = 7
+
+    def rate(self, base: float) -> float:
+        return min(base * self.scale, 0.95)
+
+
+@dataclass
+class ObservedFile:
+    deliverable: Deliverable
+    clean: pl.DataFrame  # the system's view of X before defects (typed keys and days)
+    frame: pl.DataFrame  # after defects, before rendering
+    records: list[dict] = field(default_factory=list)
+
+    def rendered(self, contract: Contract) -> pl.DataFrame:
+        return render(self.frame, self.deliverable, contract)
+
+
+def project(
+    contract: Contract,
+    pack: DomainPack,
+    state: CanonicalState,
+    rng: np.random.Generator,
+    settings: DefectSettings = DefectSettings(),
+) -> list[ObservedFile]:
+    """Every deliverable's clean view with its defects applied, in contract order."""
+    files = []
+    variables = {v.name: v for v in contract.variables}
+    for d in contract.deliverables:
+        clean = clean_view(d, contract, pack, state)
+        frame, records = with_day(clean, d), []
+        for defect in plan_defects(d, clean, contract, pack, variables, rng, settings):
+            frame, record = defect.apply(frame, rng)
+            if record.get("day_column") == DAY:
+                record["day_column"] = f"{d.columns[1].name} (its day)"
+            records.append(record)
+        files.append(ObservedFile(d, clean, frame.drop(DAY, strict=False), records))
+    return files
+
+
+def _name(d: Deliverable, source: str) -> str:
+    return next(c.name for c in d.columns if c.source == source)
+
+
+def clean_view(d: Deliverable, contract: Contract, pack: DomainPack, state: CanonicalState) -> pl.DataFrame:
+    """The system's view of X with observed column names and decimals, before any defect."""
+    decimals = {v.name: pack.variable(v.name).decimals for v in contract.variables}
+    decimals[pack.entities.event.amount.name] = 2
+    decimals[pack.entities.unit.capacity.name] = 0
+    if d.grain == "schedule":
+        return _schedule_view(d, contract, state, decimals)
+    drifting = {v.name for v in pack.variables if v.alt_unit is not None} | {pack.entities.event.amount.name}
+    table_of = {"units": "units", "parties": "parties", "events": "events", "event_detail": "events", "panel": "panel"}
+    base = table_of[d.grain]
+    cols = {}
+    for c in d.columns:
+        table, column = c.source.split(".", 1)
+        if table == "units" and base != "units":  # unit name looked up through the event's unit
+            values = state.column("units", column)[state.column(base, "unit_id") - 1]
+        elif column == "time":
+            values = state.column(table, "time")
+        else:
+            values = state.column(table, column)
+        if values.dtype.kind == "f":
+            places = decimals.get(column, 2)
+            values = np.round(values, places)
+            if places == 0 and column not in drifting:
+                values = values.astype(np.int64)
+        cols[c.name] = values
+    return pl.DataFrame(cols)
+
+
+def _schedule_view(d: Deliverable, contract: Contract, state: CanonicalState, decimals: dict[str, int]) -> pl.DataFrame:
+    """Policy levers as a change log: each unit's initial value and every later change."""
+    periods = contract.timeline.periods
+    frames = []
+    policies = [v for v in contract.variables if v.system == d.system and v.grain == "panel"]
+    for v in policies:
+        values = np.round(state.column("panel", v.name).reshape(-1, periods), decimals[v.name])
+        changed = np.ones_like(values, dtype=bool)
+        changed[:, 1:] = values[:, 1:] != values[:, :-1]
+        unit, day = np.nonzero(changed)
+        frames.append(
+            pl.DataFrame(
+                {
+                    d.columns[0].name: (unit + 1).astype(np.int64),
+                    d.columns[1].name: [v.name] * len(unit),
+                    d.columns[2].name: day.astype(np.int64),
+                    d.columns[3].name: values[unit, day].astype(float),
+                }
+            )
+        )
+    return pl.concat(frames).sort([d.columns[2].name, d.columns[0].name, d.columns[1].name])
+
+
+def plan_defects(
+    d: Deliverable,
+    clean: pl.DataFrame,
+    contract: Contract,
+    pack: DomainPack,
+    variables: dict,
+    rng: np.random.Generator,
+    s: DefectSettings,
+) -> list[Defect]:
+    """Which defects hit this file: every world gets all six kinds somewhere."""
+    if s.scale <= 0:
+        return []
+    periods = contract.timeline.periods
+    value_cols = [c for c in d.columns if c.source.split(".", 1)[1] in variables]
+    defects: list[Defect] = []
+    if d.grain == "units":
+        defects.append(SpellingVariants(_name(d, "units.name"), s.rate(s.spelling_rate)))
+    elif d.grain == "events":
+        day = DAY
+        amount = pack.entities.event.amount
+        if value_cols:
+            defects.append(MissingValues(value_cols[int(rng.integers(len(value_cols)))].name, s.rate(s.missing_rate)))
+        assert amount.alt_unit is not None
+        defects.append(
+            UnitDrift(
+                _name(d, f"events.{amount.name}"),
+                day,
+                int(rng.integers(int(0.3 * periods), int(0.7 * periods))),
+                amount.alt_unit.factor,
+                amount.unit,
+                amount.alt_unit.name,
+                2,
+            )
+        )
+        defects.append(Duplicates(s.rate(s.duplicate_rate)))
+        target = value_cols[-1] if value_cols else next(c for c in d.columns if c.source == f"events.{amount.name}")
+        defects.append(
+            SchemaDrift(
+                target.name, _renamed(target.name, rng), day, int(rng.integers(int(0.55 * periods), int(0.8 * periods)))
+            )
+        )
+    elif d.grain == "schedule":
+        defects.append(ReportingDelay(d.columns[2].name, s.rate(s.delay_rate), s.delay_max_days, after_day=0))
+    elif d.grain == "panel":
+        date = d.columns[1].name
+        for c in value_cols:
+            defects.append(MissingValues(c.name, s.rate(s.missing_rate * 0.7)))
+            v = variables[c.source.split(".", 1)[1]]
+            alt = pack.variable(v.name).alt_unit
+            if alt is not None and rng.random() < 0.6:
+                defects.append(
+                    UnitDrift(
+                        c.name,
+                        date,
+                        int(rng.integers(int(0.3 * periods), int(0.7 * periods))),
+                        alt.factor,
+                        v.unit,
+                        alt.name,
+                        pack.variable(v.name).decimals,
+                    )
+                )
+        if not any(x.grain == "schedule" for x in contract.deliverables):
+            defects.append(ReportingDelay(date, s.rate(0.01), 1))
+    elif d.grain == "event_detail":
+        for c in value_cols:
+            defects.append(MissingValues(c.name, s.rate(s.missing_rate)))
+        if value_cols:
+            c = value_cols[int(rng.integers(len(value_cols)))]
+            defects.append(
+                SchemaDrift(
+                    c.name, _renamed(c.name, rng), DAY, int(rng.integers(int(0.5 * periods), int(0.8 * periods)))
+                )
+            )
+    return defects
+
+
+def _renamed(name: str, rng: np.random.Generator) -> str:
+    options = [f"{name}_v2", f"{name}New" if name[:1].islower() and "_" not in name else f"{name}_new", f"new_{name}"]
+    return options[int(rng.integers(len(options)))]
+
+
+DAY = "@day"
+
+
+def with_day(frame: pl.DataFrame, d: Deliverable) -> pl.DataFrame:
+    """Event files carry a timestamp; defects keyed on a day see it through a temporary '@day' column."""
+    if d.grain in {"events", "event_detail"}:
+        return frame.with_columns((pl.col(_name(d, "events.time")) // 86400).alias(DAY))
+    return frame
+
+
+def _render_key(column: pl.Expr, template: str, prefix: str) -> pl.Expr:
+    fields = {"P": prefix.upper(), "p": prefix.lower(), "PP": (prefix.upper() * 2)[:3]}
+    parts: list[pl.Expr] = []
+    for token in re.split(r"(\{[^}]+\})", template):
+        if not token:
+            continue
+        if token.startswith("{n"):
+            width = re.search(r":0(\d+)d", token)
+            text = column.cast(pl.String)
+            parts.append(text.str.zfill(int(width.group(1))) if width else text)
+        elif token.startswith("{"):
+            parts.append(pl.lit(fields[token[1:-1]]))
+        else:
+            parts.append(pl.lit(token))
+    return pl.concat_str(parts)
+
+
+def render(frame: pl.DataFrame, d: Deliverable, contract: Contract) -> pl.DataFrame:
+    """Keys in the system's template, days as dates in its style (native types for parquet and xlsx)."""
+    start = dt.date.fromisoformat(contract.timeline.start)
+    prefixes = {e.table: e.prefix for e in contract.entities}
+    exprs = []
+    native = d.format in {"parquet", "xlsx"}
+    for c in d.columns:
+        if c.format is None or c.name not in frame.columns:
+            continue
+        col = pl.col(c.name)
+        table, column = c.source.split(".", 1)
+        if column in {"unit_id", "party_id", "event_id"}:
+            entity = {"unit_id": "units", "party_id": "parties", "event_id": "events"}[column]
+            exprs.append(_render_key(col, c.format, prefixes[entity]).alias(c.name))
+        elif column == "time":
+            stamp = pl.lit(dt.datetime.combine(start, dt.time())) + pl.duration(seconds=col)
+            exprs.append((stamp if native else stamp.dt.strftime(STRFTIME[c.format] + " %H:%M:%S")).alias(c.name))
+        else:
+            date = pl.lit(start) + pl.duration(days=col)
+            exprs.append(
+                (date.cast(pl.Date) if native else date.cast(pl.Date).dt.strftime(STRFTIME[c.format])).alias(c.name)
+            )
+    out = frame.with_columns(exprs) if exprs else frame
+    drift_columns = [c for c in out.columns if c not in {x.name for x in d.columns}]
+    return out.select([c.name for c in d.columns if c.name in out.columns] + drift_columns)

@@ -1,0 +1,277 @@
+"""Domain packs: the declarative variable library a persona's world is drawn from.
+
+A pack is data (YAML under `worldgen/domains/`), not code. It names the three entity types every world
+has (a *unit* observed over time, a *party* that transacts with units, and an *event* linking them), the
+business systems that report on them, at least 12 variables with units and grain, and the plausible
+edges between variables with the mechanism kinds each edge may take.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import networkx as nx
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contracts.errors import PackError, did_you_mean, raise_collected
+from contracts.model import MECHANISM_KINDS, Format, Grain
+
+Dtype = Literal["float", "count", "binary", "categorical"]
+Pattern = Literal["signal", "policy"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AltUnit(_Strict):
+    """Another unit a system may switch to for this quantity (unit drift), e.g. cents = 100 x USD."""
+
+    name: str
+    factor: float = Field(gt=0)
+
+
+class Measure(_Strict):
+    """A numeric column outside the DAG (unit capacity, event amount)."""
+
+    name: str
+    unit: str
+    mean: float
+    sd: float = Field(gt=0)
+    min: float
+    max: float
+    alt_unit: AltUnit | None = None
+
+
+class UnitEntity(_Strict):
+    name: str
+    plural: str
+    key: str
+    prefix: str = Field(min_length=1, max_length=4)
+    name_style: Literal["company", "person", "place", "code"] = "company"
+    capacity: Measure
+
+
+class PartyEntity(_Strict):
+    name: str
+    plural: str
+    key: str
+    prefix: str = Field(min_length=1, max_length=4)
+    name_style: Literal["company", "person", "place", "code"] = "person"
+
+
+class EventEntity(_Strict):
+    name: str
+    plural: str
+    key: str
+    prefix: str = Field(min_length=1, max_length=4)
+    amount: Measure
+
+
+class Entities(_Strict):
+    unit: UnitEntity
+    party: PartyEntity
+    event: EventEntity
+
+
+class System(_Strict):
+    """A business system that exports one observed file."""
+
+    name: str
+    label: str
+    format: Format
+    holds: Literal["units", "parties", "events", "variables"] = "variables"
+
+
+class Variable(_Strict):
+    """One variable cluster of the domain."""
+
+    name: str
+    description: str
+    grain: Grain
+    dtype: Dtype = "float"
+    unit: str = ""
+    mean: float = 0.0
+    sd: float = Field(default=1.0, gt=0)
+    min: float = float("-inf")
+    max: float = float("inf")
+    decimals: int = Field(default=2, ge=0, le=6)
+    levels: list[str] = Field(default_factory=list)
+    pattern: Pattern = "signal"
+    role: Literal["volume"] | None = None
+    system: str
+    alt_unit: AltUnit | None = None
+
+
+class EdgeSpec(_Strict):
+    """A plausible generative relation parent -> child and the mechanism kinds it may take."""
+
+    parent: str
+    child: str
+    kinds: list[str] = Field(min_length=1)
+    sign: Literal["+", "-"] = "+"
+    note: str = ""
+
+
+class DomainPack(_Strict):
+    domain: str
+    title: str
+    start: str = "2025-01-01"
+    regions: list[str] = Field(min_length=2)
+    entities: Entities
+    systems: list[System]
+    variables: list[Variable]
+    edges: list[EdgeSpec]
+
+    def variable(self, name: str) -> Variable:
+        return self._by_name[name]
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, Variable]:
+        return {v.name: v for v in self.variables}
+
+    def candidate_graph(self) -> nx.DiGraph:
+        graph = nx.DiGraph()
+        graph.add_nodes_from(v.name for v in self.variables)
+        for edge in self.edges:
+            graph.add_edge(edge.parent, edge.child, spec=edge)
+        return graph
+
+
+TIME_VARYING = {"panel", "event"}
+NUMERIC = {"float", "count", "binary"}
+
+
+def allowed_kind(kind: str, parent: Variable, child: Variable) -> str | None:
+    """Return why `kind` cannot link parent -> child, or None if it can."""
+    if kind not in MECHANISM_KINDS:
+        return f"unknown mechanism {kind!r}{did_you_mean(kind, MECHANISM_KINDS)}"
+    if kind == "categorical" and parent.dtype != "categorical":
+        return "categorical needs a categorical parent"
+    if kind != "categorical" and parent.dtype == "categorical":
+        return f"a categorical parent only takes 'categorical', not {kind!r}"
+    if kind in {"threshold", "saturation"} and parent.dtype == "binary":
+        return f"{kind} needs a continuous parent, {parent.name!r} is binary"
+    if kind in {"lag", "seasonal"} and (parent.grain not in TIME_VARYING or child.grain not in TIME_VARYING):
+        return f"{kind} needs a time-varying parent and child"
+    return None
+
+
+def validate_pack(pack: DomainPack) -> None:
+    """Check the pack's cross-references and rules, collecting every problem before raising."""
+    problems: list[str] = []
+    names = [v.name for v in pack.variables]
+    system_names = {s.name for s in pack.systems}
+    by_name = {v.name: v for v in pack.variables}
+    if len(set(names)) != len(names):
+        problems.append("variable names repeat")
+    if len(pack.variables) < 12:
+        problems.append(f"needs at least 12 variables, has {len(pack.variables)}")
+    for holds in ("units", "parties", "events"):
+        count = sum(s.holds == holds for s in pack.systems)
+        if count != 1:
+            problems.append(f"needs exactly one system holding {holds}, has {count}")
+    if sum(s.holds == "variables" for s in pack.systems) < 3:
+        problems.append("needs at least 3 systems holding variables")
+    volumes = [v for v in pack.variables if v.role == "volume"]
+    if len(volumes) != 1:
+        problems.append(f"needs exactly one variable with role 'volume', has {len(volumes)}")
+    for v in volumes:
+        if v.grain != "panel" or not 0.3 <= v.mean <= 25:
+            problems.append(
+                f"volume variable {v.name!r} must be panel grain with mean in [0.3, 25] events per unit-period"
+            )
+    holds = {s.name: s.holds for s in pack.systems}
+    formats = {s.name: s.format for s in pack.systems}
+    if pack.entities.event.amount.alt_unit is None:
+        problems.append("the event amount needs an alt_unit (unit drift needs somewhere to happen)")
+    for v in pack.variables:
+        where = f"variable {v.name!r}"
+        home = holds.get(v.system)
+        if v.grain == "unit" and home not in (None, "units"):
+            problems.append(f"{where}: unit attributes must be reported by the system holding units")
+        if v.role == "volume" and home not in (None, "events"):
+            problems.append(f"{where}: the volume variable is observed as events, so its system must hold events")
+        if v.grain == "panel" and v.role != "volume" and home not in (None, "variables"):
+            problems.append(f"{where}: panel variables must be reported by a system holding variables")
+        if v.grain == "event" and home not in (None, "events", "variables"):
+            problems.append(f"{where}: event variables must be reported by the events system or a variables system")
+        if formats.get(v.system) == "xlsx" and home == "variables" and v.pattern != "policy":
+            problems.append(
+                f"{where}: xlsx systems hold master data and schedules only; use csv, parquet or jsonl for daily signals"
+            )
+        if v.system not in system_names:
+            problems.append(f"{where}: unknown system {v.system!r}{did_you_mean(v.system, system_names)}")
+        if v.dtype == "categorical" and (v.grain != "unit" or len(v.levels) < 2):
+            problems.append(f"{where}: categorical variables need unit grain and >= 2 levels")
+        if v.pattern == "policy" and v.grain != "panel":
+            problems.append(f"{where}: pattern 'policy' needs panel grain")
+        if v.dtype != "categorical" and not v.min < v.mean < v.max:
+            problems.append(f"{where}: mean {v.mean} must lie strictly inside [{v.min}, {v.max}]")
+    graph = nx.DiGraph()
+    for e in pack.edges:
+        where = f"edge {e.parent}->{e.child}"
+        missing = [n for n in (e.parent, e.child) if n not in by_name]
+        for n in missing:
+            problems.append(f"{where}: unknown variable {n!r}{did_you_mean(n, by_name)}")
+        if missing:
+            continue
+        parent, child = by_name[e.parent], by_name[e.child]
+        graph.add_edge(e.parent, e.child)
+        if child.dtype in {"categorical", "binary"}:
+            problems.append(f"{where}: {child.dtype} variables can only be roots")
+        if child.pattern == "policy":
+            problems.append(f"{where}: policy variables are set by management and can only be roots")
+        if child.grain == "unit" and parent.grain != "unit":
+            problems.append(f"{where}: a unit attribute can only depend on unit attributes")
+        if set(e.kinds) <= {"interaction"}:
+            problems.append(f"{where}: list a kind besides 'interaction' (it needs a second parent to moderate)")
+        for kind in e.kinds:
+            reason = allowed_kind(kind, parent, child)
+            if reason:
+                problems.append(f"{where}: {reason}")
+    volume_names = [v.name for v in volumes]
+    if volume_names:
+        graph.add_edges_from((volume_names[0], v.name) for v in pack.variables if v.grain == "event")
+    if graph.number_of_nodes() and not nx.is_directed_acyclic_graph(graph):
+        problems.append(
+            f"edges contain a cycle (event variables count as children of the volume): {nx.find_cycle(graph)}"
+        )
+    raise_collected(PackError, f"domain pack {pack.domain!r}", problems)
+
+
+def load_pack_file(path: Path) -> DomainPack:
+    """Load and validate one pack file; any problem becomes one PackError naming the file."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise PackError(f"{path}: cannot read domain pack: {exc}".replace("\n", " ")) from None
+    try:
+        pack = DomainPack.model_validate(raw)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        raise_collected(PackError, str(path), problems)
+        raise  # unreachable: problems is never empty here
+    validate_pack(pack)
+    return pack
+
+
+@functools.cache
+def builtin_packs() -> dict[str, DomainPack]:
+    """All packs shipped in worldgen/domains, by domain name."""
+    folder = resources.files("worldgen") / "domains"
+    packs = [
+        load_pack_file(Path(str(f))) for f in sorted(folder.iterdir(), key=lambda f: f.name) if f.name.endswith(".yaml")
+    ]
+    return {p.domain: p for p in packs}
+
+
+def get_pack(domain: str) -> DomainPack:
+    packs = builtin_packs()
+    if domain not in packs:
+        raise PackError(f"unknown domain {domain!r}{did_you_mean(domain, packs)}; known: {', '.join(packs)}")
+    return packs[domain]
