@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
-import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -23,7 +23,7 @@ from personas import builtin_personas, check_against_packs, load_persona_file
 from worldgen.contract import SIZES
 from worldgen.observe import DefectSettings
 from worldgen.packs import builtin_packs, get_pack
-from worldgen.pipeline import build_world, world_id_for
+from worldgen.pipeline import build_world
 from worldgen.seeding import check_seed, rng_for
 from worldgen.write import dump_json
 
@@ -117,7 +117,8 @@ def prepare_out(cfg: BuildConfig, pool: list[Persona]) -> dict[int, dict]:
             )
     else:
         dump_json(build_file, fingerprint)
-    done = read_manifest(cfg.out / "manifest.jsonl")
+    read_manifest(cfg.out / "manifest.jsonl")  # refuse a corrupt manifest before touching anything
+    done: dict[int, dict] = {}  # the world directories, not the manifest, say what is finished
     for stale in worlds.glob(".tmp-*"):  # a crashed run's half-written world
         shutil.rmtree(stale, ignore_errors=True)
     for world in worlds.iterdir():
@@ -171,7 +172,9 @@ def run_build(cfg: BuildConfig, on_world: Callable[[dict], None] | None = None) 
             for job in jobs:
                 _record(summary, done, *_build_one(*job), on_world)
         else:
-            with ProcessPoolExecutor(max_workers=cfg.workers) as pool_exec:
+            # spawn, not fork: forking after polars has started its thread pool can deadlock the children.
+            context = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=cfg.workers, mp_context=context) as pool_exec:
                 futures = [pool_exec.submit(_build_one, *job) for job in jobs]
                 for future in as_completed(futures):
                     _record(summary, done, *future.result(), on_world)
@@ -205,11 +208,3 @@ def _append_timings(out: Path, timings: list[dict]) -> None:
         with (out / "timings.jsonl").open("a") as f:
             for t in sorted(timings, key=lambda t: t["index"]):
                 f.write(json.dumps(t) + "\n")
-
-
-def world_ids(cfg: BuildConfig, pool: list[Persona]) -> list[str]:
-    return [world_id_for(cfg.seed, k, persona_for(cfg.seed, k, pool).domain) for k in range(cfg.n)]
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit("use the `worldgen build` command")

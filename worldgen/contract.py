@@ -198,7 +198,19 @@ def _invariants(contract: Contract, pack: DomainPack) -> list[Invariant]:
     ]
     table = {"unit": "units", "panel": "panel", "event": "events"}
     for v in contract.variables:
-        if v.dtype != "categorical":
+        if v.role == "volume":  # the rate obeys the variable's range; the realised count is any count >= 0
+            inv.append(
+                Invariant(
+                    id=f"range_{v.name}_expected",
+                    kind="range",
+                    table="panel",
+                    column=f"{v.name}_expected",
+                    min=v.min,
+                    max=v.max,
+                )
+            )
+            inv.append(Invariant(id=f"range_{v.name}", kind="range", table="panel", column=v.name, min=0))
+        elif v.dtype != "categorical":
             inv.append(
                 Invariant(id=f"range_{v.name}", kind="range", table=table[v.grain], column=v.name, min=v.min, max=v.max)
             )

@@ -60,7 +60,8 @@ class SpellingVariants(Defect):
     kind: ClassVar[str] = "id_variants"
 
     def apply(self, df, rng):
-        rows = _pick(rng, df.height, self.rate)
+        present = np.flatnonzero(df[self.column].is_not_null().to_numpy())
+        rows = present[_pick(rng, len(present), self.rate)] if len(present) else present
         names = df[self.column].to_list()
         changes = []
         for r in rows.tolist():
@@ -134,7 +135,7 @@ class ReportingDelay(Defect):
     kind: ClassVar[str] = "delay"
 
     def apply(self, df, rng):
-        eligible = np.flatnonzero((df[self.column] > self.after_day).to_numpy())
+        eligible = np.flatnonzero((df[self.column] > self.after_day).fill_null(False).to_numpy())
         rows = np.sort(eligible[_pick(rng, len(eligible), self.rate)]) if len(eligible) else eligible
         days = rng.integers(1, self.max_days + 1, size=len(rows))
         values = (df[self.column].gather(rows) + pl.Series(days)).to_list()

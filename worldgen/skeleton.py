@@ -59,7 +59,7 @@ def sample_skeleton(pack: DomainPack, rng: np.random.Generator, focus: str | Non
     volume = next(v.name for v in pack.variables if v.role == "volume")
     edges = sorted(candidates.edges)
     for _ in range(MAX_ATTEMPTS):
-        keep_p = rng.uniform(0.55, 0.9)
+        keep_p = rng.uniform(0.35, 0.8)
         kept = [e for e, u in zip(edges, rng.random(len(edges)), strict=False) if u < keep_p]
         graph = nx.DiGraph(kept)
         if volume not in graph:
@@ -80,7 +80,9 @@ def _choose_kinds(pack: DomainPack, graph: nx.DiGraph, rng: np.random.Generator)
         ]
         if not moderators:
             kinds = [k for k in kinds if k != "interaction"]
-        chosen.append((parent, child, kinds[int(rng.integers(len(kinds)))]))
+        # Monotone is listed for almost every edge; halve its weight so richer mechanisms get planted too.
+        weights = np.array([0.5 if k == "monotone" else 1.0 for k in kinds])
+        chosen.append((parent, child, kinds[int(rng.choice(len(kinds), p=weights / weights.sum()))]))
     return tuple(chosen)
 
 

@@ -1,0 +1,188 @@
+"""A built world has the documented layout, its invariants hold in X, and its records are exact."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+from contracts.hashing import column_sha256, file_sha256
+from contracts.model import load_contract
+from contracts.schema import SCHEMA_PATH, render
+from worldgen.canonical import generate
+from worldgen.defects import DEFECTS, undo_all
+from worldgen.observe import DAY, project, with_day
+from worldgen.packs import get_pack
+from worldgen.seeding import rng_for, seed_record
+
+LAYOUT = {"world.json", "contract.json", "ledger.jsonl", "projection.json", "canonical", "observed", "tasks"}
+
+
+def canonical_tables(world: Path) -> dict[str, pl.DataFrame]:
+    return {p.stem: pl.read_parquet(p) for p in (world / "canonical").glob("*.parquet")}
+
+
+def test_schema_file_is_current():
+    assert SCHEMA_PATH.read_text() == render(), "run `python -m contracts.schema`"
+
+
+def test_layout_manifest_and_contract_schema(small_build, world_dirs):
+    manifest = [json.loads(line) for line in (small_build / "manifest.jsonl").read_text().splitlines()]
+    assert [m["index"] for m in manifest] == list(range(6))
+    schema = json.loads(SCHEMA_PATH.read_text())
+    for world in world_dirs:
+        assert LAYOUT <= {p.name for p in world.iterdir()}
+        meta = json.loads((world / "world.json").read_text())
+        assert meta["schema_version"] == "1.0" and meta["status"] == "built"
+        for rel, digest in meta["files"].items():
+            assert file_sha256(world / rel) == digest, rel
+        raw = json.loads((world / "contract.json").read_text())
+        jsonschema.validate(raw, schema)
+        contract = load_contract(world / "contract.json")
+        assert contract.sealed and all(ph.target is not None for ph in contract.phenomena)
+
+
+def test_every_invariant_holds_in_canonical_state(world_dirs):
+    checked = set()
+    for world in world_dirs:
+        contract = load_contract(world / "contract.json")
+        tables = canonical_tables(world)
+        for inv in contract.invariants:
+            df = tables[inv.table]
+            match inv.kind:
+                case "unique_key":
+                    cols = inv.column.split(",")
+                    assert df.select(cols).is_duplicated().sum() == 0, inv.id
+                case "foreign_key":
+                    ref_table, ref_col = inv.references.split(".")
+                    assert df[inv.column].is_in(tables[ref_table][ref_col].implode()).all(), inv.id
+                case "range":
+                    values = df[inv.column].drop_nulls()
+                    assert inv.min is None or values.min() >= inv.min - 1e-9, inv.id
+                    assert inv.max is None or values.max() <= inv.max + 1e-9, inv.id
+                case "conservation":
+                    counts = tables["events"].group_by(["unit_id", "day"]).len()
+                    joined = df.join(counts, on=["unit_id", "day"], how="left").with_columns(pl.col("len").fill_null(0))
+                    assert (joined[inv.column] == joined["len"]).all(), inv.id
+            checked.add(inv.kind)
+    assert checked == {"unique_key", "foreign_key", "range", "conservation"}
+
+
+def test_ledger_hashes_match_canonical_files_and_layers_run_in_order(world_dirs):
+    for world in world_dirs:
+        tables = canonical_tables(world)
+        ledger = [json.loads(line) for line in (world / "ledger.jsonl").read_text().splitlines()]
+        contract = load_contract(world / "contract.json")
+        assert [r["step"] for r in ledger] == list(range(len(ledger)))
+        layer_steps = [r for r in ledger if r["name"].startswith("layer ")]
+        assert [r["variables"] for r in layer_steps] == contract.layers
+        produced: set[str] = set()
+        for record in ledger[:-1]:
+            assert record["checks"]["parents_unchanged"]
+            assert set(record["inputs"]) <= produced, "a step read a column no earlier step produced"
+            for name, digest in record["outputs"].items():
+                table, column = name.split(".", 1)
+                assert column_sha256(tables[table][column].to_numpy()) == digest, name
+            produced |= set(record["outputs"])
+        for rel, digest in ledger[-1]["outputs"].items():
+            assert file_sha256(world / rel) == digest
+
+
+def test_every_observed_file_reads_with_pandas_and_polars(world_dirs):
+    formats = set()
+    for world in world_dirs:
+        contract = load_contract(world / "contract.json")
+        for d in contract.deliverables:
+            path = world / "observed" / d.file
+            formats.add(d.format)
+            match d.format:
+                case "csv":
+                    a, b = pd.read_csv(path), pl.read_csv(path, infer_schema_length=None)
+                case "parquet":
+                    a, b = pd.read_parquet(path), pl.read_parquet(path)
+                case "jsonl":
+                    a, b = pd.read_json(path, lines=True), pl.read_ndjson(path, infer_schema_length=None)
+                case "json":
+                    records = json.loads(path.read_text())["records"]
+                    a, b = pd.DataFrame(records), pl.DataFrame(records, infer_schema_length=None)
+                case "xlsx":
+                    a = pd.concat(pd.read_excel(path, sheet_name=None).values())
+                    b = pl.concat(pl.read_excel(path, sheet_id=0, engine="openpyxl").values(), how="vertical_relaxed")
+            assert len(a) == len(b) > 0, d.file
+            assert {c.name for c in d.columns} <= set(a.columns), d.file
+    assert formats == {"csv", "parquet", "jsonl", "json", "xlsx"}
+
+
+def test_worlds_meet_the_observation_minimums(world_dirs):
+    for world in world_dirs:
+        contract = load_contract(world / "contract.json")
+        systems = {d.system for d in contract.deliverables}
+        assert 4 <= len(systems) <= 12
+        assert len({d.format for d in contract.deliverables}) >= 3
+        kinds = {r["kind"] for f in json.loads((world / "projection.json").read_text())["files"] for r in f["defects"]}
+        assert kinds == set(DEFECTS), world.name
+        assert any(len(ph.files) >= 2 for ph in contract.phenomena)
+
+
+@pytest.fixture(scope="module")
+def regenerated(world_dirs):
+    """Re-run canonical + projection in memory for the first two worlds, to compare with their records."""
+    out = []
+    for world in world_dirs[:2]:
+        contract = load_contract(world / "contract.json")
+        meta = json.loads((world / "world.json").read_text())
+        seed, index = meta["seed"], meta["index"]
+        pack = get_pack(contract.domain)
+        state = generate(
+            contract,
+            pack,
+            lambda s, i=index: rng_for(seed, i, "canonical", s),
+            lambda s, i=index: seed_record(seed, i, "canonical", s),
+        )
+        files = project(contract, pack, state, rng_for(seed, index, "defects"))
+        out.append((world, contract, files))
+    return out
+
+
+def test_each_defect_is_undone_exactly_by_its_recorded_entry(regenerated):
+    undone_kinds = set()
+    for world, contract, files in regenerated:
+        record = {f["file"]: f["defects"] for f in json.loads((world / "projection.json").read_text())["files"]}
+        for f in files:
+            shipped = record[f.deliverable.file]  # the JSON record, not the in-memory one
+            frame = with_day(f.frame, f.deliverable) if shipped else f.frame
+            restored = undo_all(frame, shipped).drop(DAY, strict=False)
+            assert restored.equals(f.clean), f.deliverable.file
+            undone_kinds |= {r["kind"] for r in shipped}
+            if shipped:
+                assert not f.frame.equals(f.clean)
+    assert undone_kinds == set(DEFECTS)
+
+
+def test_observed_files_are_the_rendered_projection(regenerated):
+    for world, contract, files in regenerated:
+        for f in files:
+            if f.deliverable.format == "parquet":
+                on_disk = pl.read_parquet(world / "observed" / f.deliverable.file)
+                assert on_disk.equals(f.rendered(contract))
+
+
+def test_canonical_volume_matches_events_and_focus_change_target(world_dirs):
+    from worldgen.contract import focus_variable
+
+    for world in world_dirs:
+        contract = load_contract(world / "contract.json")
+        tables = canonical_tables(world)
+        focus = focus_variable(contract)
+        change = next(ph for ph in contract.phenomena if ph.kind == "period_change")
+        grain = next(v.grain for v in contract.variables if v.name == focus)
+        df = tables["events" if grain == "event" else "panel"]
+        half = contract.timeline.periods // 2
+        h1 = df.filter(pl.col("day") < half)[focus].mean()
+        h2 = df.filter(pl.col("day") >= half)[focus].mean()
+        assert np.isclose((h2 - h1) / h1, change.target, atol=1e-5)
