@@ -141,8 +141,8 @@ def regenerated(world_dirs):
         state = generate(
             contract,
             pack,
-            lambda s, i=index: rng_for(seed, i, "canonical", s),
-            lambda s, i=index: seed_record(seed, i, "canonical", s),
+            lambda s, i=index, r=seed: rng_for(r, i, "canonical", s),
+            lambda s, i=index, r=seed: seed_record(r, i, "canonical", s),
         )
         files = project(contract, pack, state, rng_for(seed, index, "defects"))
         out.append((world, contract, files))
@@ -151,7 +151,7 @@ def regenerated(world_dirs):
 
 def test_each_defect_is_undone_exactly_by_its_recorded_entry(regenerated):
     undone_kinds = set()
-    for world, contract, files in regenerated:
+    for world, _contract, files in regenerated:
         record = {f["file"]: f["defects"] for f in json.loads((world / "projection.json").read_text())["files"]}
         for f in files:
             shipped = record[f.deliverable.file]  # the JSON record, not the in-memory one

@@ -22,7 +22,7 @@ from contracts.model import SCHEMA_VERSION, Persona
 from personas import builtin_personas, check_against_packs, load_persona_file
 from worldgen.contract import SIZES
 from worldgen.observe import DefectSettings
-from worldgen.packs import builtin_packs, get_pack
+from worldgen.packs import builtin_domains, builtin_packs, get_pack
 from worldgen.pipeline import build_world
 from worldgen.seeding import check_seed, rng_for
 from worldgen.write import dump_json
@@ -59,13 +59,13 @@ def validate_config(cfg: BuildConfig) -> list[Persona]:
         raise InputError(f"--size {cfg.size!r} is not one of {', '.join(SIZES)}{did_you_mean(cfg.size, SIZES)}")
     if not 0 <= cfg.defect_scale <= 5:
         raise InputError(f"--defect-scale must be in [0, 5], got {cfg.defect_scale}")
-    packs = builtin_packs()
+    domains = builtin_domains()
     for d in cfg.domains:
-        if d not in packs:
-            raise InputError(f"unknown domain {d!r}{did_you_mean(d, packs)}; known: {', '.join(sorted(packs))}")
+        if d not in domains:
+            raise InputError(f"unknown domain {d!r}{did_you_mean(d, domains)}; known: {', '.join(domains)}")
     if cfg.personas_file is not None:
         pool = load_persona_file(cfg.personas_file)
-        check_against_packs(pool, packs, str(cfg.personas_file))
+        check_against_packs(pool, builtin_packs(), str(cfg.personas_file))
     else:
         pool = builtin_personas()
     if cfg.domains:
@@ -174,6 +174,8 @@ def run_build(cfg: BuildConfig, on_world: Callable[[dict], None] | None = None) 
         else:
             # spawn, not fork: forking after polars has started its thread pool can deadlock the children.
             context = multiprocessing.get_context("spawn")
+            # Worlds are the unit of parallelism; one polars thread per worker avoids oversubscribing cores.
+            os.environ.setdefault("POLARS_MAX_THREADS", str(max(1, (os.cpu_count() or 1) // cfg.workers)))
             with ProcessPoolExecutor(max_workers=cfg.workers, mp_context=context) as pool_exec:
                 futures = [pool_exec.submit(_build_one, *job) for job in jobs]
                 for future in as_completed(futures):

@@ -40,6 +40,23 @@ def _set_rows(df: pl.DataFrame, column: str, rows: list[int], values: list[Any])
     return df.with_columns(pl.Series(column, series, dtype=df.schema[column]))
 
 
+def to_ranges(rows: np.ndarray) -> list[list[int]]:
+    """Sorted row positions as half-open [start, stop) runs: bulk defects touch long contiguous stretches."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(rows) != 1)
+    starts = np.concatenate([[rows[0]], rows[breaks + 1]])
+    stops = np.concatenate([rows[breaks] + 1, [rows[-1] + 1]])
+    return [[int(a), int(b)] for a, b in zip(starts, stops, strict=True)]
+
+
+def from_ranges(ranges: list[list[int]]) -> np.ndarray:
+    if not ranges:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in ranges])
+
+
 SPELLINGS = (
     ("upper", lambda s: s.upper()),
     ("lower", lambda s: s.lower()),
@@ -176,13 +193,14 @@ class UnitDrift(Defect):
             "unit_from": self.unit_from,
             "unit_to": self.unit_to,
             "decimals": self.decimals,
-            "rows": rows.tolist(),
+            "row_ranges": to_ranges(rows),
         }
 
     @staticmethod
     def undo(df, record):
-        values = (df[record["column"]].gather(record["rows"]) / record["factor"]).round(record["decimals"])
-        return _set_rows(df, record["column"], record["rows"], values.to_list())
+        rows = from_ranges(record["row_ranges"])
+        values = (df[record["column"]].gather(rows) / record["factor"]).round(record["decimals"])
+        return _set_rows(df, record["column"], rows.tolist(), values.to_list())
 
 
 def drift_decimals(decimals: int, factor: float) -> int:
@@ -215,13 +233,13 @@ class SchemaDrift(Defect):
             "new_column": self.new_column,
             "day_column": self.day_column,
             "from_day": self.from_day,
-            "rows": rows.tolist(),
+            "row_ranges": to_ranges(rows),
         }
 
     @staticmethod
     def undo(df, record):
         late = np.zeros(df.height, dtype=bool)
-        late[record["rows"]] = True
+        late[from_ranges(record["row_ranges"])] = True
         merged = pl.when(pl.Series(late)).then(pl.col(record["new_column"])).otherwise(pl.col(record["column"]))
         return df.with_columns(merged.alias(record["column"])).drop(record["new_column"])
 

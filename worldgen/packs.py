@@ -260,18 +260,28 @@ def load_pack_file(path: Path) -> DomainPack:
     return pack
 
 
+def _domains_folder() -> Path:
+    return Path(str(resources.files("worldgen") / "domains"))
+
+
 @functools.cache
 def builtin_packs() -> dict[str, DomainPack]:
     """All packs shipped in worldgen/domains, by domain name."""
-    folder = resources.files("worldgen") / "domains"
-    packs = [
-        load_pack_file(Path(str(f))) for f in sorted(folder.iterdir(), key=lambda f: f.name) if f.name.endswith(".yaml")
-    ]
-    return {p.domain: p for p in packs}
+    return {name: get_pack(name) for name in builtin_domains()}
 
 
+@functools.cache
+def builtin_domains() -> tuple[str, ...]:
+    return tuple(sorted(p.stem for p in _domains_folder().glob("*.yaml")))
+
+
+@functools.cache
 def get_pack(domain: str) -> DomainPack:
-    packs = builtin_packs()
-    if domain not in packs:
-        raise PackError(f"unknown domain {domain!r}{did_you_mean(domain, packs)}; known: {', '.join(packs)}")
-    return packs[domain]
+    """One shipped pack, loaded on first use (a worker only parses the domains it builds)."""
+    domains = builtin_domains()
+    if domain not in domains:
+        raise PackError(f"unknown domain {domain!r}{did_you_mean(domain, domains)}; known: {', '.join(domains)}")
+    pack = load_pack_file(_domains_folder() / f"{domain}.yaml")
+    if pack.domain != domain:
+        raise PackError(f"{domain}.yaml declares domain {pack.domain!r}; the file name must match")
+    return pack

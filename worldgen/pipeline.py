@@ -126,7 +126,7 @@ def _write_world(
                 "defects": f.records,
             }
         )
-    dump_json(root / "projection.json", projection)
+    dump_json(root / "projection.json", projection, indent=None)  # row lists make an indented file huge
     observed_hashes = {
         f"observed/{f.deliverable.file}": file_sha256(root / "observed" / f.deliverable.file) for f in observed
     }

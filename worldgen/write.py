@@ -21,8 +21,8 @@ FIXED_TIME = dt.datetime(2000, 1, 1)
 ZIP_TIME = (2000, 1, 1, 0, 0, 0)
 
 
-def dump_json(path: Path, payload: Any) -> None:
-    path.write_text(json.dumps(payload, indent=2, sort_keys=False, ensure_ascii=False) + "\n", encoding="utf-8")
+def dump_json(path: Path, payload: Any, indent: int | None = 2) -> None:
+    path.write_text(json.dumps(payload, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def dump_jsonl(path: Path, records: list[dict]) -> None:
@@ -44,9 +44,9 @@ def write_observed(df: pl.DataFrame, path: Path, fmt: str, system_label: str, sh
             write_parquet(df, path)
         case "jsonl":
             df.write_ndjson(path)
-        case "json":
-            records = json.loads(df.write_json())
-            dump_json(path, {"system": system_label, "record_count": len(records), "records": records})
+        case "json":  # an export envelope around the records, as business APIs ship them
+            header = json.dumps({"system": system_label, "record_count": df.height})[:-1]
+            path.write_text(f'{header}, "records": {df.write_json()}}}\n', encoding="utf-8")
         case "xlsx":
             write_xlsx(df, path, sheets_by)
         case _:
