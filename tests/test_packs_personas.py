@@ -12,7 +12,7 @@ import pytest
 from contracts.errors import ContractError, PackError, PersonaError
 from contracts.model import Contract, validate_contract
 from personas import builtin_personas, load_persona_file
-from worldgen.contract import build_contract
+from worldgen.contract import build_contract, focus_variable
 from worldgen.packs import DomainPack, builtin_packs, get_pack, validate_pack
 from worldgen.skeleton import sample_skeleton, structure_problems
 
@@ -45,6 +45,8 @@ def test_pack_draws_valid_dags_and_contracts(domain):
         assert 4 <= len({d.system for d in contract.deliverables}) <= 12
         assert len({d.format for d in contract.deliverables}) >= 3
         kinds |= {e.kind for e in contract.edges}
+        if persona.focus:
+            assert focus_variable(contract) == persona.focus, "the world must be built around the persona's concern"
     assert len(kinds) >= 4, f"{domain} plants too few mechanism kinds: {kinds}"
 
 

@@ -48,7 +48,7 @@ def structure_problems(graph: nx.DiGraph, required: list[str], focus: str | None
     if max((d for _, d in graph.out_degree()), default=0) < 2:
         problems.append("no node with two children")
     problems += [f"misses {n!r}" for n in required if n not in graph]
-    if focus is not None and focus in graph and graph.in_degree(focus) < 2:
+    if focus is not None and focus in graph and graph.in_degree(focus) < 2:  # a missing focus is in `required`
         problems.append(f"focus {focus!r} has fewer than two parents")
     return problems
 
@@ -65,7 +65,7 @@ def sample_skeleton(pack: DomainPack, rng: np.random.Generator, focus: str | Non
         if volume not in graph:
             continue
         graph = graph.subgraph(nx.node_connected_component(graph.to_undirected(), volume)).copy()
-        if not structure_problems(graph, [volume], focus):
+        if not structure_problems(graph, [volume] + ([focus] if focus else []), focus):
             return Skeleton(tuple(sorted(graph.nodes)), _choose_kinds(pack, graph, rng))
     raise PackError(f"domain pack {pack.domain!r}: no valid DAG after {MAX_ATTEMPTS} draws (focus {focus!r})")
 
