@@ -39,6 +39,10 @@ MECHANISM_PARAMS: dict[str, tuple[str, ...]] = {
     "ratio": ("beta", "denominator"),
 }
 
+# How systems write dates (a deliverable column's `format` names one); timestamps append " %H:%M:%S".
+DATE_STYLES = {"iso": "%Y-%m-%d", "dmy": "%d/%m/%Y", "mdy": "%m/%d/%Y", "compact": "%Y%m%d"}
+TIME_SUFFIX = " %H:%M:%S"
+
 Grain = Literal["unit", "panel", "event"]
 Format = Literal["csv", "xlsx", "parquet", "json", "jsonl"]
 EntityRole = Literal["unit", "party", "event"]
@@ -95,6 +99,7 @@ class Variable(_Model):
     role: Literal["volume"] | None = None
     system: str
     layer: int = Field(ge=0)
+    decimals: int = Field(default=2, ge=0, description="decimals the business systems report this variable with")
 
 
 class Edge(_Model):
@@ -121,6 +126,7 @@ class DeliveredColumn(_Model):
     name: str = Field(description="column name in the observed file")
     source: str = Field(description="canonical table.column it projects")
     format: str | None = Field(default=None, description="key template or date style used by this system")
+    decimals: int | None = Field(default=None, description="decimals the system reports numbers with")
 
 
 class Deliverable(_Model):
@@ -138,6 +144,9 @@ class Phenomenon(_Model):
     kind: Literal["edge_effect", "period_change", "attribution"]
     statistic: str
     variables: list[str]
+    column: str | None = Field(
+        default=None, description="table.column of a measure outside the DAG, e.g. events.amount"
+    )
     edge: str | None = Field(default=None, description="'parent->child' for edge effects")
     target: float | None = Field(default=None, description="set when the contract is sealed")
     tolerance: float = Field(gt=0)

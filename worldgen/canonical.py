@@ -409,8 +409,13 @@ def seal(contract: Contract, state: CanonicalState) -> Contract:
     keep = []
     for ph in sealed.phenomena:
         if ph.kind == "period_change":
-            ph.target = round((h2 - h1) / h1, 6) if h1 else 0.0
-            ph.description += f" (H1 mean {h1:.4g}, H2 mean {h2:.4g})"
+            a, b = h1, h2
+            if ph.column is not None:  # a measure outside the DAG, e.g. the event amount
+                table, column = ph.column.split(".", 1)
+                measure, measure_day = state.column(table, column), state.column(table, "day")
+                a, b = float(measure[measure_day < half].mean()), float(measure[measure_day >= half].mean())
+            ph.target = round((b - a) / a, 6) if a else 0.0
+            ph.description += f" (H1 mean {a:.4g}, H2 mean {b:.4g})"
         elif ph.kind == "attribution":
             if abs(total) < 0.05 * v.sd:  # no material change: shares would be noise over noise
                 continue

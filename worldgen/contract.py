@@ -236,8 +236,14 @@ def plan_deliverables(pack: DomainPack, contract: Contract, rng: np.random.Gener
     styles = {s.name: naming.system_style(rng) for s in pack.systems}
     in_world = {v.name: v for v in contract.variables}
 
+    places = {v.name: v.decimals for v in pack.variables}
+    places |= {ent.event.amount.name: 2, ent.unit.capacity.name: 0}
+
     def col(system: str, name: str, source: str, fmt: str | None = None) -> DeliveredColumn:
-        return DeliveredColumn(name=naming.apply_case(name, styles[system]["case"]), source=source, format=fmt)
+        decimals = places.get(source.split(".", 1)[1]) if fmt is None else None
+        return DeliveredColumn(
+            name=naming.apply_case(name, styles[system]["case"]), source=source, format=fmt, decimals=decimals
+        )
 
     def key_col(system: str, entity: str, prefix_source: str) -> DeliveredColumn:
         name = naming.key_column(entity, rng, styles[system]["case"])
@@ -430,6 +436,20 @@ def _phenomena(contract: Contract, pack: DomainPack) -> list[Phenomenon]:
             tolerance=0.03,
             files=[file_of(contract, focus)],
             description=f"relative change of mean {focus} from periods [0, {half}) to [{half}, {contract.timeline.periods})",
+        )
+    )
+    amount = pack.entities.event.amount
+    events_file = next(d.file for d in contract.deliverables if d.grain == "events")
+    out.append(
+        Phenomenon(
+            id=f"change:{amount.name}",
+            kind="period_change",
+            statistic="relative_change_h2_vs_h1",
+            variables=[],
+            column=f"events.{amount.name}",
+            tolerance=0.03,
+            files=[events_file],
+            description=f"relative change of the mean {pack.entities.event.name} {amount.name} ({amount.unit}) from H1 to H2",
         )
     )
     for parent in sorted(graph.predecessors(focus)):

@@ -11,8 +11,9 @@ import re
 import numpy as np
 
 CASE_STYLES = ("snake", "camel", "title", "upper")
-DATE_STYLES = ("iso", "dmy", "mdy", "compact")
-STRFTIME = {"iso": "%Y-%m-%d", "dmy": "%d/%m/%Y", "mdy": "%m/%d/%Y", "compact": "%Y%m%d"}
+from contracts.model import DATE_STYLES as STRFTIME
+
+DATE_STYLES = tuple(STRFTIME)
 KEY_TEMPLATES = ("{P}-{n:04d}", "{P}{n:05d}", "{p}{n}", "{n}", "{P}_{n:03d}", "{PP}-{n:06d}")
 KEY_SUFFIXES = ("id", "code", "ref", "no", "key")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from contracts.model import Contract, Deliverable
+from contracts.model import TIME_SUFFIX, Contract, Deliverable
 from worldgen.canonical import CanonicalState
 from worldgen.defects import (
     Defect,
@@ -84,11 +84,8 @@ def _name(d: Deliverable, source: str) -> str:
 
 def clean_view(d: Deliverable, contract: Contract, pack: DomainPack, state: CanonicalState) -> pl.DataFrame:
     """The system's view of X with observed column names and decimals, before any defect."""
-    decimals = {v.name: pack.variable(v.name).decimals for v in contract.variables}
-    decimals[pack.entities.event.amount.name] = 2
-    decimals[pack.entities.unit.capacity.name] = 0
     if d.grain == "schedule":
-        return _schedule_view(d, contract, state, decimals)
+        return _schedule_view(d, contract, state)
     drifting = {v.name for v in pack.variables if v.alt_unit is not None} | {pack.entities.event.amount.name}
     table_of = {"units": "units", "parties": "parties", "events": "events", "event_detail": "events", "panel": "panel"}
     base = table_of[d.grain]
@@ -97,26 +94,23 @@ def clean_view(d: Deliverable, contract: Contract, pack: DomainPack, state: Cano
         table, column = c.source.split(".", 1)
         if table == "units" and base != "units":  # unit name looked up through the event's unit
             values = state.column("units", column)[state.column(base, "unit_id") - 1]
-        elif column == "time":
-            values = state.column(table, "time")
         else:
             values = state.column(table, column)
-        if values.dtype.kind == "f":
-            places = decimals.get(column, 2)
-            values = np.round(values, places)
-            if places == 0 and column not in drifting:
+        if values.dtype.kind == "f" and c.decimals is not None:
+            values = np.round(values, c.decimals)
+            if c.decimals == 0 and column not in drifting:  # whole numbers are reported as integers
                 values = values.astype(np.int64)
         cols[c.name] = values
     return pl.DataFrame(cols)
 
 
-def _schedule_view(d: Deliverable, contract: Contract, state: CanonicalState, decimals: dict[str, int]) -> pl.DataFrame:
+def _schedule_view(d: Deliverable, contract: Contract, state: CanonicalState) -> pl.DataFrame:
     """Policy levers as a change log: each unit's initial value and every later change."""
     periods = contract.timeline.periods
     frames = []
     policies = [v for v in contract.variables if v.system == d.system and v.grain == "panel"]
     for v in policies:
-        values = np.round(state.column("panel", v.name).reshape(-1, periods), decimals[v.name])
+        values = np.round(state.column("panel", v.name).reshape(-1, periods), v.decimals)
         changed = np.ones_like(values, dtype=bool)
         changed[:, 1:] = values[:, 1:] != values[:, :-1]
         unit, day = np.nonzero(changed)
@@ -182,7 +176,7 @@ def plan_defects(
             defects.append(MissingValues(c.name, s.rate(s.missing_rate * 0.7)))
             v = variables[c.source.split(".", 1)[1]]
             alt = pack.variable(v.name).alt_unit
-            if alt is not None and rng.random() < 0.6:
+            if alt is not None:  # a system migration: every drift-able variable switches unit at some point
                 defects.append(
                     UnitDrift(
                         c.name,
@@ -257,7 +251,7 @@ def render(frame: pl.DataFrame, d: Deliverable, contract: Contract) -> pl.DataFr
             exprs.append(_render_key(col, c.format, prefixes[entity]).alias(c.name))
         elif column == "time":
             stamp = pl.lit(dt.datetime.combine(start, dt.time())) + pl.duration(seconds=col)
-            exprs.append((stamp if native else stamp.dt.strftime(STRFTIME[c.format] + " %H:%M:%S")).alias(c.name))
+            exprs.append((stamp if native else stamp.dt.strftime(STRFTIME[c.format] + TIME_SUFFIX)).alias(c.name))
         else:
             date = pl.lit(start) + pl.duration(days=col)
             exprs.append(
