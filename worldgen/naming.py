@@ -10,8 +10,9 @@ import re
 
 import numpy as np
 
-CASE_STYLES = ("snake", "camel", "title", "upper")
 from contracts.model import DATE_STYLES as STRFTIME
+
+CASE_STYLES = ("snake", "camel", "title", "upper")
 
 DATE_STYLES = tuple(STRFTIME)
 KEY_TEMPLATES = ("{P}-{n:04d}", "{P}{n:05d}", "{p}{n}", "{n}", "{P}_{n:03d}", "{PP}-{n:06d}")
