@@ -17,9 +17,9 @@ import numpy as np
 from faker import Faker
 
 from contracts.hashing import column_sha256
-from contracts.model import Contract, Edge, Variable
-from worldgen.contract import focus_variable
-from worldgen.mechanisms import MECHANISMS
+from contracts.model import Contract, Edge, Variable, validate_contract
+from worldgen.contract import edge_phenomena, focus_variable, resolve_params
+from worldgen.mechanisms import MECHANISMS, Scale, describe
 from worldgen.packs import DomainPack
 
 Table = MappingProxyType  # read-only mapping of column name -> read-only array
@@ -39,6 +39,7 @@ class CanonicalState:
     tables: dict[str, Table] = field(default_factory=dict)
     ledger: list[dict] = field(default_factory=list)
     contributions: dict[str, np.ndarray] = field(default_factory=dict)
+    params: dict[str, dict] = field(default_factory=dict)  # edge id -> parameters resolved in natural units
 
     def column(self, table: str, name: str) -> np.ndarray:
         return self.tables[table][name]
@@ -163,6 +164,7 @@ def _run_step(
                 for c in sorted(cols)
             },
             "rows": {t: len(next(iter(state.tables[t].values()))) for t in sorted(outputs)},
+            "params": {k: v for k, v in state.params.items() if k.split("->")[1] in variables},
             "checks": {"parents_unchanged": before == after, "outputs_new": True},
         }
     )
@@ -285,6 +287,16 @@ def _codes(raw: np.ndarray, levels: list[str]) -> np.ndarray:
     return np.array([index[x] for x in raw.tolist()], dtype=float)
 
 
+def _realised(name: str, variables: dict[str, Variable], state: CanonicalState, outputs: dict, grid: Grid) -> Scale:
+    """A parent's realised location and spread on its own grain (the scale its edge parameters use)."""
+    v = variables[name]
+    if v.dtype == "categorical":
+        return Scale(mean=0.0, sd=1.0, levels=tuple(v.levels))
+    values = _grid_values(name, variables, state, outputs, grid)
+    sd = float(np.nanstd(values))
+    return Scale(mean=float(np.nanmean(values)), sd=sd if sd > 0 else v.sd, binary=v.dtype == "binary")
+
+
 def _contribution(
     e: Edge,
     child: Variable,
@@ -297,22 +309,30 @@ def _contribution(
 ) -> np.ndarray:
     parent = variables[e.parent]
     x = _grid_values(e.parent, variables, state, outputs, grid)
+    extra: dict[str, Scale] = {}
+    if e.kind == "interaction":
+        extra["moderator"] = _realised(e.params["moderator"], variables, state, outputs, grid)
+    if e.kind == "ratio":
+        capacity = state.column("units", pack.entities.unit.capacity.name).astype(float)
+        extra["denominator"] = Scale(mean=float(capacity.mean()), sd=float(capacity.std()) or 1.0)
+    params = resolve_params(e, _realised(e.parent, variables, state, outputs, grid), extra)
+    state.params[f"{e.parent}->{e.child}"] = params
     mechanism = MECHANISMS[e.kind]
-    center = float(e.params.get("center", parent.mean))
+    center = float(params.get("center", parent.mean))
     if e.kind == "lag":
         panel_x = grid.align(x, parent.grain, "panel", fill=center)
-        return grid.align(mechanism.apply({"x": panel_x}, e.params, rng), "panel", child.grain)
+        return grid.align(mechanism.apply({"x": panel_x}, params, rng), "panel", child.grain)
     inputs = {"x": grid.align(x, parent.grain, child.grain, fill=center)}
     if e.kind == "seasonal":
         inputs["t"] = grid.time(child.grain)
     if e.kind == "interaction":
-        moderator = variables[e.params["moderator"]]
+        moderator = variables[params["moderator"]]
         m = _grid_values(moderator.name, variables, state, outputs, grid)
-        inputs["moderator"] = grid.align(m, moderator.grain, child.grain, fill=moderator.mean)
+        inputs["moderator"] = grid.align(m, moderator.grain, child.grain, fill=params["moderator_center"])
     if e.kind == "ratio":
         capacity = state.column("units", pack.entities.unit.capacity.name).astype(float)
         inputs["denominator"] = grid.align(capacity, "unit", child.grain)
-    return mechanism.apply(inputs, e.params, rng)
+    return mechanism.apply(inputs, params, rng)
 
 
 def _root(v: Variable, grid: Grid, contract: Contract, rng: np.random.Generator) -> np.ndarray:
@@ -320,8 +340,12 @@ def _root(v: Variable, grid: Grid, contract: Contract, rng: np.random.Generator)
     U, T = grid.units, grid.periods
     if v.grain == "unit":
         if v.dtype == "categorical":
-            probs = rng.dirichlet(np.full(len(v.levels), 3.0))
-            return np.array(v.levels, dtype=object)[rng.choice(len(v.levels), size=U, p=probs)]
+            # Every level gets at least two units (when there are enough), so each level's shift is observable.
+            k = len(v.levels)
+            guaranteed = np.repeat(np.arange(k), 2)[: min(U, 2 * k)]
+            probs = rng.dirichlet(np.full(k, 3.0))
+            codes = np.concatenate([guaranteed, rng.choice(k, size=U - len(guaranteed), p=probs)])
+            return np.array(v.levels, dtype=object)[rng.permutation(codes)]
         return rng.normal(v.mean, v.sd, U)
     if v.grain == "event":  # drawn per event: a unit level, a shift after the change day, event noise
         unit_level = v.mean + 0.4 * v.sd * rng.standard_normal(U)
@@ -337,14 +361,21 @@ def _root(v: Variable, grid: Grid, contract: Contract, rng: np.random.Generator)
         p_before = np.clip(v.mean + direction * 0.25, 0.05, 0.95)
         p_after = np.clip(v.mean - direction * 0.25, 0.05, 0.95)
         if v.pattern == "policy":
-            before_on = rng.random(U) < p_before
-            after_on = np.where(changed, rng.random(U) < p_after, before_on)
-            return np.where(after, after_on[:, None], before_on[:, None]).astype(float)
+            return _campaigns(U, T, after & changed[:, None], p_before, p_after, rng)
         return (rng.random((U, T)) < np.where(after, p_after, p_before)).astype(float)
     shift = direction * rng.uniform(0.8, 1.5) * v.sd
     if v.pattern == "policy":
         base = v.mean + 0.6 * v.sd * rng.standard_normal(U)
-        return np.round(base[:, None] + np.where(after & changed[:, None], shift, 0.0), 1)
+        level = base[:, None] + np.where(after & changed[:, None], shift, 0.0)
+        # Managers also nudge the lever a few times a year (+-0.3 sd), which makes its effects identifiable.
+        for _ in range(3):
+            start = rng.integers(0, T, size=U)
+            level = level + np.where(
+                np.arange(T)[None, :] >= start[:, None], 0.3 * v.sd * rng.standard_normal(U)[:, None], 0.0
+            )
+        lo = v.min if v.min is not None else -np.inf
+        hi = v.max if v.max is not None else np.inf
+        return np.round(np.clip(level, lo, hi), v.decimals)
     unit_effect = 0.4 * v.sd * rng.standard_normal(U)[:, None]
     season = 0.4 * v.sd * np.sin(2 * np.pi * (np.arange(T) + rng.uniform(0, 365)) / 365.0)[None, :]
     noise = np.empty((U, T))
@@ -395,6 +426,11 @@ def focus_series(contract: Contract, state: CanonicalState, name: str) -> tuple[
 def seal(contract: Contract, state: CanonicalState) -> Contract:
     """Fill the targets that depend on realised data, from the generation record, and mark C sealed."""
     sealed = contract.model_copy(deep=True)
+    for edge in sealed.edges:
+        edge.params = state.params[f"{edge.parent}->{edge.child}"]
+        edge.note = (
+            f"{edge.note}: {describe(edge.kind, edge.params)}" if edge.note else describe(edge.kind, edge.params)
+        )
     focus = focus_variable(contract)
     half = contract.timeline.periods // 2
     values, day = focus_series(contract, state, focus)
@@ -417,13 +453,32 @@ def seal(contract: Contract, state: CanonicalState) -> Contract:
             ph.target = round((b - a) / a, 6) if a else 0.0
             ph.description += f" (H1 mean {a:.4g}, H2 mean {b:.4g})"
         elif ph.kind == "attribution":
-            if abs(total) < 0.05 * v.sd:  # no material change: shares would be noise over noise
+            # Shares are only a finding when the change is material and its drivers do not largely cancel
+            # (otherwise "explains 500% of the change" is noise over noise).
+            if abs(total) < 0.1 * v.sd or sum(abs(d) for d in deltas.values()) > 1.5 * abs(total):
                 continue
             ph.target = round(deltas[ph.variables[0]] / total, 6)
         keep.append(ph)
-    sealed.phenomena = keep
+    sealed.phenomena = edge_phenomena(sealed) + keep
     for entity in sealed.entities:
         table = entity.table
         entity.count = len(state.column(table, entity.key))
     sealed.sealed = True
+    validate_contract(sealed)
     return sealed
+
+
+def _campaigns(
+    U: int, T: int, late: np.ndarray, p_before: float, p_after: float, rng: np.random.Generator
+) -> np.ndarray:
+    """On/off campaign windows per unit; the share of time on moves from p_before to p_after where `late`."""
+    out = np.zeros((U, T))
+    for u in range(U):
+        t, on = int(rng.integers(0, 30)), bool(rng.random() < p_before)
+        while t < T:
+            p = p_after if late[u, min(t, T - 1)] else p_before
+            length = int(rng.integers(10, 40))
+            out[u, t : t + length] = float(on)
+            t += length
+            on = bool(rng.random() < p)
+    return out

@@ -140,35 +140,86 @@ def _variable(pack: DomainPack, name: str) -> Variable:
     )
 
 
-def _scale(pack: DomainPack, name: str) -> Scale:
+def _scale(pack: DomainPack, name: str, budget: float = 1.0) -> Scale:
     v = pack.variable(name)
-    return Scale(mean=v.mean, sd=v.sd, levels=tuple(v.levels), binary=v.dtype == "binary")
+    return Scale(mean=v.mean, sd=v.sd * budget, levels=tuple(v.levels), binary=v.dtype == "binary")
+
+
+def _effect_budget(pack: DomainPack, child: str, parents: int) -> float:
+    """Shrink a child's edge effects so that their sum stays inside its natural bounds.
+
+    A child near a bound (ratings near 5 stars, shares near 0) would otherwise be clipped, and clipping
+    flattens exactly the slopes, steps and curves the contract promises.
+    """
+    v = pack.variable(child)
+    headroom = min(v.mean - v.min, v.max - v.mean) / v.sd
+    return float(min(1.0, headroom / (2.8 * math.sqrt(max(parents, 1)))))
 
 
 def _edges(pack: DomainPack, skeleton: Skeleton, rng: np.random.Generator) -> list[Edge]:
+    """Fix each edge's kind, sign, moderator or denominator, effect scale and parameter seed.
+
+    The natural-unit parameters (slopes, threshold levels, curve origins) are drawn from that seed when the
+    parent's realised distribution is known, during canonical generation, so a threshold always falls
+    inside the parent's range whatever the upstream mechanisms did to it.
+    """
     graph = skeleton.graph()
     candidates = pack.candidate_graph()
     capacity = pack.entities.unit.capacity
     edges = []
     for parent, child, kind in skeleton.edges:
         spec = candidates.edges[parent, child]["spec"]
-        extra: dict[str, Scale] = {}
+        params: dict = {}
         if kind == "interaction":
             moderators = sorted(
                 p for p in graph.predecessors(child) if p != parent and pack.variable(p).dtype in {"float", "count"}
             )
-            moderator = moderators[int(rng.integers(len(moderators)))]
-            extra["moderator"] = _scale(pack, moderator)
-        if kind == "ratio":
-            extra["denominator"] = Scale(mean=capacity.mean, sd=capacity.sd)
-        params = MECHANISMS[kind].sample_params(_scale(pack, parent), _scale(pack, child), spec.sign, rng, **extra)
-        if kind == "interaction":
-            params["moderator"] = moderator
+            params["moderator"] = moderators[int(rng.integers(len(moderators)))]
         if kind == "ratio":
             params["denominator"] = f"units.{capacity.name}"
-        note = f"{spec.note}: {describe(kind, params)}" if spec.note else describe(kind, params)
-        edges.append(Edge(parent=parent, child=child, kind=kind, params=params, sign=spec.sign, note=note))
+        v = pack.variable(child)
+        budget = _effect_budget(pack, child, graph.in_degree(child))
+        draw = {"seed": int(rng.integers(2**31)), "child_mean": v.mean, "child_sd": round(v.sd * budget, 6)}
+        edges.append(
+            Edge(parent=parent, child=child, kind=kind, draw=draw, params=params, sign=spec.sign, note=spec.note)
+        )
     return edges
+
+
+def resolve_params(edge: Edge, parent: Scale, extra: dict[str, Scale]) -> dict:
+    """Natural-unit parameters of an edge, given its parent's realised scale (deterministic in the seed)."""
+    child = Scale(mean=edge.draw["child_mean"], sd=edge.draw["child_sd"])
+    rng = np.random.default_rng(edge.draw["seed"])
+    params = MECHANISMS[edge.kind].sample_params(parent, child, edge.sign, rng, **extra)
+    params["parent_sd"] = float(f"{parent.sd:.6g}")
+    return {**edge.params, **params}
+
+
+def edge_phenomena(contract: Contract) -> list[Phenomenon]:
+    """One edge_effect phenomenon per edge, from its resolved parameters (called when sealing)."""
+    units_file = contract.deliverables[0].file
+    out = []
+    for e in contract.edges:
+        stat, target, tol = _edge_statistic(e)
+        files = [file_of(contract, e.parent), file_of(contract, e.child)]
+        if e.kind == "interaction":
+            files.append(file_of(contract, e.params["moderator"]))
+        if e.kind == "ratio":
+            files.append(units_file)
+        out.append(
+            Phenomenon(
+                id=f"edge:{e.parent}->{e.child}",
+                kind="edge_effect",
+                statistic=stat,
+                variables=[e.parent, e.child],
+                edge=f"{e.parent}->{e.child}",
+                target=target,
+                tolerance=max(tol, 1e-6),
+                files=sorted(set(files)),
+                description=f"{e.parent} -> {e.child} ({e.kind}): {describe(e.kind, e.params)}",
+            )
+        )
+    return out
 
 
 def _invariants(contract: Contract, pack: DomainPack) -> list[Invariant]:
@@ -376,16 +427,16 @@ def file_of(contract: Contract, variable: str) -> str:
     raise KeyError(variable)
 
 
-def _edge_statistic(edge: Edge, parent: Variable) -> tuple[str, float, float]:
+def _edge_statistic(edge: Edge) -> tuple[str, float, float]:
     p = edge.params
+    parent_sd = p["parent_sd"]
     match edge.kind:
         case "monotone":
             return ("slope" if p["transform"] == "linear" else "log_slope", p["beta"], 0.25 * abs(p["beta"]))
         case "threshold":
-            return "threshold_location", p["tau"], 0.35 * parent.sd
-        case "saturation":
-            half = p["kappa"] * math.log(2)
-            return "half_saturation", round(half, 6), 0.4 * half
+            return "threshold_location", p["tau"], 0.35 * parent_sd
+        case "saturation":  # the parent level where half the rise is reached; tolerance in parent sd
+            return "half_saturation", round(p["origin"] + p["kappa"] * math.log(2), 6), 0.35 * parent_sd
         case "lag":
             return "lag_periods", float(p["lag"]), 1.5
         case "interaction":
@@ -401,29 +452,8 @@ def _edge_statistic(edge: Edge, parent: Variable) -> tuple[str, float, float]:
 
 
 def _phenomena(contract: Contract, pack: DomainPack) -> list[Phenomenon]:
-    variables = {v.name: v for v in contract.variables}
-    units_file = contract.deliverables[0].file
+    """Period-change and attribution phenomena; edge effects are added when the contract is sealed."""
     out = []
-    for e in contract.edges:
-        stat, target, tol = _edge_statistic(e, variables[e.parent])
-        files = [file_of(contract, e.parent), file_of(contract, e.child)]
-        if e.kind == "interaction":
-            files.append(file_of(contract, e.params["moderator"]))
-        if e.kind == "ratio":
-            files.append(units_file)
-        out.append(
-            Phenomenon(
-                id=f"edge:{e.parent}->{e.child}",
-                kind="edge_effect",
-                statistic=stat,
-                variables=[e.parent, e.child],
-                edge=f"{e.parent}->{e.child}",
-                target=target,
-                tolerance=max(tol, 1e-6),
-                files=sorted(set(files)),
-                description=f"{e.parent} -> {e.child} ({e.kind}): {describe(e.kind, e.params)}",
-            )
-        )
     graph = nx.DiGraph([(e.parent, e.child) for e in contract.edges])
     focus = focus_variable(contract)
     half = contract.timeline.periods // 2

@@ -149,19 +149,27 @@ class ReportingDelay(Defect):
     rate: float
     max_days: int
     after_day: int = -1  # only entries dated after this day are delayed (a log's opening rows are not late)
+    step: int = 1  # units of the column per day: 1 for day numbers, 86400 for timestamps in seconds
     kind: ClassVar[str] = "delay"
 
     def apply(self, df, rng):
         eligible = np.flatnonzero((df[self.column] > self.after_day).fill_null(False).to_numpy())
         rows = np.sort(eligible[_pick(rng, len(eligible), self.rate)]) if len(eligible) else eligible
         days = rng.integers(1, self.max_days + 1, size=len(rows))
-        values = (df[self.column].gather(rows) + pl.Series(days)).to_list()
+        values = (df[self.column].gather(rows) + pl.Series(days * self.step)).to_list()
         out = _set_rows(df, self.column, rows.tolist(), values)
-        return out, {"kind": self.kind, "column": self.column, "rows": rows.tolist(), "days": days.tolist()}
+        return out, {
+            "kind": self.kind,
+            "column": self.column,
+            "rows": rows.tolist(),
+            "days": days.tolist(),
+            "step": self.step,
+        }
 
     @staticmethod
     def undo(df, record):
-        values = (df[record["column"]].gather(record["rows"]) - pl.Series(record["days"])).to_list()
+        shift = pl.Series(record["days"], dtype=pl.Int64) * record.get("step", 1)
+        values = (df[record["column"]].gather(record["rows"]) - shift).to_list()
         return _set_rows(df, record["column"], record["rows"], values)
 
 

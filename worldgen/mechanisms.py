@@ -74,19 +74,22 @@ def threshold(parents: Arrays, params: Params, rng: np.random.Generator) -> np.n
 
 # --- saturation -----------------------------------------------------------------------------------
 def saturation_params(parent: Scale, child: Scale, sign: str, rng: np.random.Generator) -> Params:
-    kappa = max(parent.mean * rng.uniform(0.35, 0.8), 1e-3)
-    amplitude = _sign(sign) * _strength(rng) * child.sd * 3.0
-    return {"amplitude": _r(amplitude), "kappa": _r(kappa), "center": _r(parent.mean)}
+    # The curve starts two sd below the parent's mean and bends within its range, so the diminishing
+    # returns are visible in the data rather than flat beyond it.
+    origin = parent.mean - 2.0 * parent.sd
+    kappa = parent.sd * rng.uniform(0.8, 1.8)
+    amplitude = _sign(sign) * _strength(rng) * child.sd * 1.6
+    return {"amplitude": _r(amplitude), "kappa": _r(kappa), "origin": _r(origin), "center": _r(parent.mean)}
 
 
-def saturation_curve(x: np.ndarray | float, amplitude: float, kappa: float) -> np.ndarray:
-    """A * (1 - exp(-x / kappa)): marginal effect halves every kappa * ln 2 units of x."""
-    return amplitude * -np.expm1(-np.maximum(x, 0.0) / kappa)
+def saturation_curve(x: np.ndarray | float, amplitude: float, kappa: float, origin: float = 0.0) -> np.ndarray:
+    """A * (1 - exp(-(x - origin) / kappa)) above origin: half the rise is reached at origin + kappa ln 2."""
+    return amplitude * -np.expm1(-np.maximum(np.asarray(x, dtype=float) - origin, 0.0) / kappa)
 
 
 def saturation(parents: Arrays, params: Params, rng: np.random.Generator) -> np.ndarray:
-    a, k = params["amplitude"], params["kappa"]
-    return saturation_curve(parents["x"], a, k) - saturation_curve(params["center"], a, k)
+    a, k, o = params["amplitude"], params["kappa"], params["origin"]
+    return saturation_curve(parents["x"], a, k, o) - saturation_curve(params["center"], a, k, o)
 
 
 # --- lag ------------------------------------------------------------------------------------------
@@ -212,7 +215,7 @@ def describe(kind: str, params: Params) -> str:
         case "threshold":
             return f"step of {p['jump']:g} once the parent exceeds {p['tau']:g}"
         case "saturation":
-            return f"saturating rise of up to {p['amplitude']:g}, half-saturation at {p['kappa'] * np.log(2):.3g}"
+            return f"saturating rise of up to {p['amplitude']:g} above {p['origin']:g}, half of it by {p['origin'] + p['kappa'] * np.log(2):.4g}"
         case "lag":
             return f"slope {p['beta']:g} on the parent {p['lag']} periods earlier"
         case "interaction":

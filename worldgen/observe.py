@@ -101,7 +101,10 @@ def clean_view(d: Deliverable, contract: Contract, pack: DomainPack, state: Cano
             if c.decimals == 0 and column not in drifting:  # whole numbers are reported as integers
                 values = values.astype(np.int64)
         cols[c.name] = values
-    return pl.DataFrame(cols)
+    frame = pl.DataFrame(cols)
+    if d.sheets:  # one sheet per region: the file's row order is by region, so the view's is too
+        frame = frame.sort(_name(d, "units.region"), maintain_order=True)
+    return frame
 
 
 def _schedule_view(d: Deliverable, contract: Contract, state: CanonicalState) -> pl.DataFrame:
@@ -169,7 +172,7 @@ def plan_defects(
             )
         )
     elif d.grain == "schedule":
-        defects.append(ReportingDelay(d.columns[2].name, s.rate(s.delay_rate), s.delay_max_days, after_day=0))
+        pass  # change logs keep exact effective dates: a late entry would shift every lag estimated from it
     elif d.grain == "panel":
         date = d.columns[1].name
         for c in value_cols:
@@ -188,11 +191,13 @@ def plan_defects(
                         pack.variable(v.name).decimals,
                     )
                 )
-        if not any(x.grain == "schedule" for x in contract.deliverables):
-            defects.append(ReportingDelay(date, s.rate(0.01), 1))
+        if not any(x.grain == "event_detail" for x in contract.deliverables) and d is _first_panel(contract):
+            defects.append(ReportingDelay(date, s.rate(0.01), 1))  # a few days' rows posted under the next day
     elif d.grain == "event_detail":
         for c in value_cols:
             defects.append(MissingValues(c.name, s.rate(s.missing_rate)))
+        # Feedback arrives days after the event; only a join on the event key puts it back on the right day.
+        defects.append(ReportingDelay(d.columns[1].name, s.rate(s.delay_rate), 3, step=86400))
         if value_cols:
             c = value_cols[int(rng.integers(len(value_cols)))]
             defects.append(
@@ -201,6 +206,10 @@ def plan_defects(
                 )
             )
     return defects
+
+
+def _first_panel(contract: Contract) -> Deliverable | None:
+    return next((x for x in contract.deliverables if x.grain == "panel"), None)
 
 
 def _renamed(name: str, rng: np.random.Generator) -> str:

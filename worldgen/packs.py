@@ -210,6 +210,11 @@ def validate_pack(pack: DomainPack) -> None:
             problems.append(f"{where}: categorical variables need unit grain and >= 2 levels")
         if v.pattern == "policy" and v.grain != "panel":
             problems.append(f"{where}: pattern 'policy' needs panel grain")
+        if v.dtype in {"float", "count"} and v.pattern != "policy" and 10.0**-v.decimals > v.sd / 5:
+            # Coarser reporting than a fifth of the spread flattens every slope the variable takes part in.
+            problems.append(
+                f"{where}: decimals {v.decimals} too coarse for sd {v.sd}; report at least {v.sd / 5:.2g} resolution"
+            )
         if v.dtype != "categorical" and not v.min < v.mean < v.max:
             problems.append(f"{where}: mean {v.mean} must lie strictly inside [{v.min}, {v.max}]")
     graph = nx.DiGraph()

@@ -65,7 +65,8 @@ def sample_skeleton(pack: DomainPack, rng: np.random.Generator, focus: str | Non
         if volume not in graph:
             continue
         graph = graph.subgraph(nx.node_connected_component(graph.to_undirected(), volume)).copy()
-        if not structure_problems(graph, [volume] + ([focus] if focus else []), focus):
+        crosses_systems = any(pack.variable(p).system != pack.variable(c).system for p, c in graph.edges)
+        if crosses_systems and not structure_problems(graph, [volume] + ([focus] if focus else []), focus):
             return Skeleton(tuple(sorted(graph.nodes)), _choose_kinds(pack, graph, rng))
     raise PackError(f"domain pack {pack.domain!r}: no valid DAG after {MAX_ATTEMPTS} draws (focus {focus!r})")
 
@@ -80,6 +81,10 @@ def _choose_kinds(pack: DomainPack, graph: nx.DiGraph, rng: np.random.Generator)
         ]
         if not moderators:
             kinds = [k for k in kinds if k != "interaction"]
+        if pack.variable(parent).pattern == "policy" and len(kinds) > 1:
+            # A management lever takes few distinct values, so a step's location between them is not identifiable.
+            # Likewise the bend of a saturation curve.
+            kinds = [k for k in kinds if k not in {"threshold", "saturation"}] or kinds
         # Monotone is listed for almost every edge; halve its weight so richer mechanisms get planted too.
         weights = np.array([0.5 if k == "monotone" else 1.0 for k in kinds])
         chosen.append((parent, child, kinds[int(rng.choice(len(kinds), p=weights / weights.sum()))]))

@@ -1,0 +1,132 @@
+"""The audit of one world: every check, a binary verdict with reasons, written to audit.json."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+from auditors.checks import Check, check_contract, check_invariants, check_ledger, check_projection
+from auditors.dataset import from_canonical, from_observed
+from auditors.estimate import recover_phenomena
+from auditors.worldio import World, load_world
+from contracts.errors import WorldFormatError
+from contracts.model import SCHEMA_VERSION
+
+CHECKS = ("contract", "ledger", "invariants", "edges", "projection", "recoverability", "non_triviality")
+
+
+def _compare(values: dict[str, float], world: World, kinds: set[str] | None = None) -> list[dict]:
+    assert world.contract is not None
+    rows = []
+    for ph in world.contract.phenomena:
+        if kinds is not None and ph.kind not in kinds:
+            continue
+        got = values.get(ph.id, float("nan"))
+        target = ph.target if ph.target is not None else float("nan")
+        error = abs(got - target) if math.isfinite(got) and math.isfinite(target) else float("inf")
+        rows.append(
+            {
+                "id": ph.id,
+                "target": target,
+                "estimate": None if not math.isfinite(got) else round(got, 6),
+                "tolerance": ph.tolerance,
+                "within": error <= ph.tolerance,
+            }
+        )
+    return rows
+
+
+def check_edges(world: World) -> Check:
+    """(d) Each edge's pattern re-estimated in X with a mechanism-specific estimator matches the contract."""
+    rows = _compare(recover_phenomena(from_canonical(world), world.contract), world, {"edge_effect"})
+    missed = [r for r in rows if not r["within"]]
+    if missed:
+        r = missed[0]
+        return Check(
+            "edges",
+            "fail",
+            f"{len(missed)} edge(s) not realised in X, e.g. {r['id']}: estimated {r['estimate']}, "
+            f"contract {r['target']} +- {r['tolerance']:.4g}",
+            {"edges": rows},
+        )
+    return Check("edges", "pass", f"all {len(rows)} edges re-estimated in X within tolerance", {"edges": rows})
+
+
+def check_recoverability(world: World) -> tuple[Check, Check]:
+    """(f) every phenomenon recovered from cleaned E; (g) the raw files miss at least one."""
+    contract = world.contract
+    clean = _compare(recover_phenomena(from_observed(world, clean=True), contract), world)
+    raw = _compare(recover_phenomena(from_observed(world, clean=False), contract), world)
+    missed = [r for r in clean if not r["within"]]
+    if missed:
+        r = missed[0]
+        f = Check(
+            "recoverability",
+            "fail",
+            f"{len(missed)} phenomenon(s) not recoverable from E, e.g. {r['id']}: "
+            f"estimated {r['estimate']}, target {r['target']} +- {r['tolerance']:.4g}",
+            {"phenomena": clean},
+        )
+    else:
+        f = Check(
+            "recoverability",
+            "pass",
+            f"all {len(clean)} phenomena recovered from the cleaned observed files",
+            {"phenomena": clean},
+        )
+    raw_missed = [r["id"] for r in raw if not r["within"]]
+    if raw_missed:
+        g = Check(
+            "non_triviality",
+            "pass",
+            f"uncleaned files miss {len(raw_missed)} phenomenon(s), e.g. {raw_missed[0]}",
+            {"missed_raw": raw_missed, "phenomena": raw},
+        )
+    else:
+        g = Check(
+            "non_triviality",
+            "fail",
+            "every phenomenon can be read off the raw files: the defects do not matter",
+            {"phenomena": raw},
+        )
+    return f, g
+
+
+def audit_world(path: Path, write: bool = True) -> dict:
+    """Audit one world directory; raise WorldFormatError only if it is not a world at all."""
+    started = time.perf_counter()
+    world = load_world(path)
+    checks = [check_contract(world)]
+    if checks[0].status == "pass":
+        for fn in (check_ledger, check_invariants, check_edges, check_projection):
+            checks.append(_guarded(fn.__name__.removeprefix("check_"), fn, world))
+        try:
+            checks.extend(check_recoverability(world))
+        except Exception as exc:  # noqa: BLE001 - an unreadable or broken E is a verdict, not a crash
+            reason = f"cannot analyse the observed files: {type(exc).__name__}: {str(exc)[:120]}"
+            checks += [Check("recoverability", "fail", reason), Check("non_triviality", "fail", reason)]
+    else:
+        checks += [Check(name, "skip", "contract invalid") for name in CHECKS[1:]]
+    failing = [c.name for c in checks if c.status != "pass"]
+    report = {
+        "schema_version": SCHEMA_VERSION,
+        "world_id": world.meta.get("world_id", path.name),
+        "verdict": "fail" if failing else "pass",
+        "failing": failing,
+        "checks": [{"name": c.name, "status": c.status, "reason": c.reason, "details": c.details} for c in checks],
+    }
+    if write:
+        (path / "audit.json").write_text(json.dumps(report, indent=1, allow_nan=False, default=str) + "\n")
+    report["seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _guarded(name: str, fn, world: World) -> Check:
+    try:
+        return fn(world)
+    except WorldFormatError as exc:
+        return Check(name, "fail", str(exc))
+    except Exception as exc:  # noqa: BLE001
+        return Check(name, "fail", f"check crashed on this world: {type(exc).__name__}: {str(exc)[:160]}")

@@ -1,0 +1,286 @@
+"""Structural checks: the contract, the ledger, the invariants in X, and the recorded projection.
+
+Each check returns a `Check` with a status and a one-line reason; the auditor never raises on a broken
+world, it reports it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+import polars as pl
+
+from auditors.worldio import World, key_to_int, parse_time, read_observed
+from contracts.hashing import column_sha256, file_sha256
+from contracts.model import Contract, Deliverable
+
+SCHEMA = Path(__file__).resolve().parents[1] / "contracts" / "world_contract.schema.json"
+KEY_COLUMNS = {"unit_id", "party_id", "event_id"}
+AUDIT_FILES = {"audit.json"}
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # "pass" | "fail" | "skip"
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _ok(name: str, reason: str, **details: Any) -> Check:
+    return Check(name, "pass", reason, details)
+
+
+def _bad(name: str, reason: str, **details: Any) -> Check:
+    return Check(name, "fail", reason, details)
+
+
+def check_contract(world: World) -> Check:
+    """Schema-valid, acyclic, layers equal to longest-path depth (contracts.validate_contract)."""
+    try:
+        jsonschema.validate(world.raw_contract, json.loads(SCHEMA.read_text()))
+    except jsonschema.ValidationError as exc:
+        return _bad("contract", f"not valid against the contract schema: {exc.message[:160]}")
+    if world.contract is None:
+        return _bad("contract", world.contract_error or "invalid contract")
+    c = world.contract
+    return _ok("contract", f"schema-valid, acyclic, {len(c.layers)} layers by longest-path depth, {len(c.edges)} edges")
+
+
+def check_ledger(world: World) -> Check:
+    """Recorded hashes match the files, steps run in layer order, no step changed its parents."""
+    contract = world.contract
+    assert contract is not None
+    problems: list[str] = []
+    listed = world.meta.get("files", {})
+    for rel, digest in listed.items():
+        path = world.path / rel
+        if not path.is_file():
+            problems.append(f"{rel} listed in world.json is missing")
+        elif file_sha256(path) != digest:
+            problems.append(f"{rel} does not match its hash in world.json")
+    on_disk = {p.relative_to(world.path).as_posix() for p in world.path.rglob("*") if p.is_file()}
+    unlisted = sorted(r for r in on_disk - set(listed) - {"world.json"} - AUDIT_FILES if not r.startswith("tasks/"))
+    if unlisted:
+        problems.append(f"files not in world.json: {', '.join(unlisted[:3])}")
+    ledger = world.ledger
+    if [r.get("step") for r in ledger] != list(range(len(ledger))):
+        problems.append("ledger steps are not numbered 0..n-1 in order")
+    layer_steps = [r for r in ledger if str(r.get("name", "")).startswith("layer ")]
+    if [r.get("variables") for r in layer_steps] != contract.layers:
+        problems.append("ledger layer steps do not follow the contract's layers")
+    tables = world.canonical
+    produced: dict[str, str] = {}
+    for record in ledger:
+        if record.get("name") == "projection":
+            for rel, digest in record.get("outputs", {}).items():
+                if not (world.path / rel).is_file() or file_sha256(world.path / rel) != digest:
+                    problems.append(f"projection output {rel} does not match the ledger")
+            continue
+        for name, digest in record.get("inputs", {}).items():
+            if produced.get(name) != digest:
+                problems.append(f"step {record.get('step')} read {name} in a state no earlier step committed")
+        if not record.get("checks", {}).get("parents_unchanged", False):
+            problems.append(f"step {record.get('step')} changed its parents")
+        for name, digest in record.get("outputs", {}).items():
+            if name in produced:
+                problems.append(f"step {record.get('step')} overwrote {name}")
+            table, column = name.split(".", 1)
+            if table not in tables or column not in tables[table].columns:
+                problems.append(f"{name} recorded in the ledger is missing from canonical/")
+            elif column_sha256(tables[table][column].to_numpy()) != digest:
+                problems.append(f"canonical {name} does not match its ledger hash")
+            produced[name] = digest
+    if problems:
+        return _bad("ledger", problems[0], problems=problems[:20])
+    return _ok(
+        "ledger", f"{len(listed)} file hashes and {len(produced)} column hashes match; {len(ledger)} steps in order"
+    )
+
+
+def check_invariants(world: World) -> Check:
+    contract = world.contract
+    assert contract is not None
+    tables = world.canonical
+    failed = []
+    for inv in contract.invariants:
+        df = tables.get(inv.table)
+        cols = inv.column.split(",")
+        if df is None or any(c not in df.columns for c in cols):
+            failed.append(f"{inv.id}: {inv.table}.{inv.column} missing")
+            continue
+        match inv.kind:
+            case "unique_key":
+                ok = df.select(cols).is_duplicated().sum() == 0
+            case "foreign_key":
+                ref_table, ref_col = (inv.references or ".").split(".", 1)
+                ok = ref_table in tables and bool(df[inv.column].is_in(tables[ref_table][ref_col].implode()).all())
+            case "range":
+                values = df[inv.column].drop_nulls().cast(pl.Float64)
+                ok = values.len() == 0 or (
+                    (inv.min is None or values.min() >= inv.min - 1e-9)
+                    and (inv.max is None or values.max() <= inv.max + 1e-9)
+                )
+            case "conservation":
+                counts = tables["events"].group_by(["unit_id", "day"]).len()
+                joined = df.join(counts, on=["unit_id", "day"], how="left").with_columns(pl.col("len").fill_null(0))
+                ok = bool((joined[inv.column] == joined["len"]).all())
+            case _:
+                ok = False
+        if not ok:
+            failed.append(inv.id)
+    if failed:
+        return _bad("invariants", f"{len(failed)} invariant(s) violated in X: {', '.join(failed[:5])}", violated=failed)
+    return _ok("invariants", f"all {len(contract.invariants)} invariants hold in X")
+
+
+# --- projection: undo the recorded defects on E and compare with the projection of X ------------------
+
+
+def clean_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The auditor's own projection of X for one deliverable (typed keys, integer days and seconds)."""
+    if d.grain == "schedule":
+        return _schedule_view(d, contract, tables)
+    base = {"units": "units", "parties": "parties", "events": "events", "event_detail": "events", "panel": "panel"}[
+        d.grain
+    ]
+    frame = tables[base]
+    exprs = []
+    for c in d.columns:
+        table, column = c.source.split(".", 1)
+        if table == "units" and base != "units":
+            lookup = dict(zip(tables["units"]["unit_id"].to_list(), tables["units"][column].to_list(), strict=True))
+            exprs.append(
+                pl.col("unit_id").replace_strict(lookup, return_dtype=tables["units"].schema[column]).alias(c.name)
+            )
+            continue
+        expr = pl.col(column)
+        if c.decimals is not None and frame.schema[column].is_float():
+            expr = expr.round(c.decimals)
+        exprs.append(expr.alias(c.name))
+    view = frame.select(exprs)
+    if d.sheets:
+        view = view.sort(next(c.name for c in d.columns if c.source == "units.region"), maintain_order=True)
+    return view
+
+
+def _schedule_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    key, fld, day, value = (c.name for c in d.columns)
+    parts = []
+    panel = tables["panel"].sort(["unit_id", "day"])
+    for v in (v for v in contract.variables if v.system == d.system and v.grain == "panel"):
+        rounded = panel.select("unit_id", "day", pl.col(v.name).round(v.decimals).alias("v"))
+        changes = rounded.filter((pl.col("v") != pl.col("v").shift(1).over("unit_id")) | (pl.col("day") == 0))
+        parts.append(
+            changes.select(
+                pl.col("unit_id").alias(key),
+                pl.lit(v.name).alias(fld),
+                pl.col("day").alias(day),
+                pl.col("v").cast(pl.Float64).alias(value),
+            )
+        )
+    return pl.concat(parts).sort([day, key, fld])
+
+
+def parse_observed(world: World, d: Deliverable, frame: pl.DataFrame) -> pl.DataFrame:
+    """Keys to integers and dates to day (or second) offsets, in the dictionary's columns."""
+    exprs = []
+    for c in d.columns:
+        if c.name not in frame.columns or c.format is None:
+            continue
+        column = c.source.split(".", 1)[1]
+        if column in KEY_COLUMNS:
+            exprs.append(key_to_int(pl.col(c.name)).alias(c.name))
+        else:
+            exprs.append(
+                parse_time(frame, c.name, c.format, world.start, seconds=column == "time").cast(pl.Int64).alias(c.name)
+            )
+    return frame.with_columns(exprs) if exprs else frame
+
+
+def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
+    """The auditor's own inverse of each recorded defect, applied in reverse order."""
+    for r in reversed(records):
+        kind = r["kind"]
+        if kind == "duplicates":
+            keep = np.ones(frame.height, dtype=bool)
+            keep[r["inserted_at"]] = False
+            frame = frame.filter(pl.Series(keep))
+            continue
+        column = r["column"]
+        values = frame[column].to_list()
+        if kind == "id_variants":
+            for row, original, _shown, _how in r["changes"]:
+                values[row] = original
+        elif kind == "missing":
+            for row, original in zip(r["rows"], r["values"], strict=True):
+                values[row] = original
+        elif kind == "delay":
+            for row, days in zip(r["rows"], r["days"], strict=True):
+                values[row] = values[row] - days * r.get("step", 1)
+        elif kind == "unit_drift":
+            for a, b in r["row_ranges"]:
+                for row in range(a, b):
+                    values[row] = round(values[row] / r["factor"], r["decimals"])
+        elif kind == "schema_drift":
+            new = frame[r["new_column"]].to_list()
+            for a, b in r["row_ranges"]:
+                for row in range(a, b):
+                    values[row] = new[row]
+            frame = frame.drop(r["new_column"])
+        else:
+            raise ValueError(f"unknown defect kind {kind!r}")
+        frame = frame.with_columns(pl.Series(column, values, strict=False))
+    return frame
+
+
+def frames_match(observed: pl.DataFrame, expected: pl.DataFrame) -> str | None:
+    """None if equal (floats to 1e-6 relative), else the first difference in words."""
+    if observed.columns != expected.columns:
+        return f"columns {observed.columns} differ from {expected.columns}"
+    if observed.height != expected.height:
+        return f"{observed.height} rows, expected {expected.height}"
+    for name in expected.columns:
+        a, b = observed[name], expected[name]
+        if b.dtype.is_numeric() and a.dtype.is_numeric():
+            x, y = a.cast(pl.Float64).to_numpy(), b.cast(pl.Float64).to_numpy()
+            same = np.isclose(x, y, rtol=1e-6, atol=1e-9, equal_nan=True)
+        else:
+            same = (a.cast(pl.String).fill_null("\0") == b.cast(pl.String).fill_null("\0")).to_numpy()
+        if not same.all():
+            row = int(np.flatnonzero(~same)[0])
+            return f"column {name!r} row {row}: {a[row]!r} vs {b[row]!r}"
+    return None
+
+
+def check_projection(world: World) -> Check:
+    contract = world.contract
+    assert contract is not None
+    records = {f["file"]: f.get("defects", []) for f in world.projection.get("files", [])}
+    problems = []
+    undone = 0
+    for d in contract.deliverables:
+        if d.file not in records:
+            problems.append(f"{d.file}: no projection record")
+            continue
+        try:
+            observed = parse_observed(world, d, read_observed(world, d))
+            restored = undo(observed, records[d.file])
+        except Exception as exc:  # noqa: BLE001 - a file that cannot be undone is a failed check, not a crash
+            problems.append(f"{d.file}: cannot undo its recorded defects ({type(exc).__name__}: {str(exc)[:80]})")
+            continue
+        difference = frames_match(restored, clean_view(d, contract, world.canonical))
+        if difference:
+            problems.append(f"{d.file}: after undoing its record, {difference}")
+        undone += len(records[d.file])
+    if problems:
+        return _bad("projection", problems[0], problems=problems)
+    return _ok(
+        "projection",
+        f"undoing {undone} recorded defects reproduces the projection of X in all {len(contract.deliverables)} files",
+    )
