@@ -40,7 +40,7 @@ def _compare(values: dict[str, float], world: World, kinds: set[str] | None = No
 
 def check_edges(world: World) -> Check:
     """(d) Each edge's pattern re-estimated in X with a mechanism-specific estimator matches the contract."""
-    rows = _compare(recover_phenomena(from_canonical(world), world.contract), world, {"edge_effect"})
+    rows = _compare(recover_phenomena(from_canonical(world), world.contract, {"edge_effect"}), world, {"edge_effect"})
     missed = [r for r in rows if not r["within"]]
     if missed:
         r = missed[0]
@@ -58,7 +58,11 @@ def check_recoverability(world: World) -> tuple[Check, Check]:
     """(f) every phenomenon recovered from cleaned E; (g) the raw files miss at least one."""
     contract = world.contract
     clean = _compare(recover_phenomena(from_observed(world, clean=True), contract), world)
-    raw = _compare(recover_phenomena(from_observed(world, clean=False), contract), world)
+    raw_data = from_observed(world, clean=False)
+    # Non-triviality needs one miss: try the cheap period comparisons first, the full analysis only if needed.
+    raw = _compare(recover_phenomena(raw_data, contract, {"period_change"}), world, {"period_change"})
+    if all(r["within"] for r in raw):
+        raw = _compare(recover_phenomena(raw_data, contract), world)
     missed = [r for r in clean if not r["within"]]
     if missed:
         r = missed[0]

@@ -215,8 +215,12 @@ class ChildModel:
         for cand, block in zip(cands, blocks, strict=True):
             f = block[idx]
             rf = f - q @ (q.T @ f)
-            coef, *_ = np.linalg.lstsq(rf, ry, rcond=None)
-            score = float(np.sum((rf @ coef) ** 2))
+            if rf.shape[1] == 1:  # variance explained by one extra column: (rf.ry)^2 / (rf.rf)
+                denom = float(rf[:, 0] @ rf[:, 0])
+                score = float(rf[:, 0] @ ry) ** 2 / denom if denom > 1e-12 else -np.inf
+            else:
+                coef, *_ = np.linalg.lstsq(rf, ry, rcond=None)
+                score = float(np.sum((rf @ coef) ** 2))
             if score > best_score:
                 best, best_score = float(cand), score
         return best
@@ -260,17 +264,20 @@ def period_means(ds: Dataset, contract: Contract, variable: str | None, column: 
     return float(h1) if h1 is not None else float("nan"), float(h2) if h2 is not None else float("nan")
 
 
-def recover_phenomena(ds: Dataset, contract: Contract) -> dict[str, float]:
-    """Every phenomenon's value as computed from this dataset (NaN when it cannot be computed)."""
+def recover_phenomena(ds: Dataset, contract: Contract, kinds: set[str] | None = None) -> dict[str, float]:
+    """Every phenomenon's value (of the given kinds) from this dataset; NaN when it cannot be computed."""
     fits: dict[str, ChildFit] = {}
-    for child in sorted({e.child for e in contract.edges}):
+    wanted = [ph for ph in contract.phenomena if kinds is None or ph.kind in kinds]
+    needed = {ph.edge.split("->")[1] for ph in wanted if ph.kind == "edge_effect" and ph.edge}
+    needed |= {ph.variables[1] for ph in wanted if ph.kind == "attribution"}
+    for child in sorted(needed):
         try:
             fits[child] = fit_child(ds, contract, child)
         except (np.linalg.LinAlgError, ValueError, KeyError):
             fits[child] = ChildFit()
     values: dict[str, float] = {}
     half = contract.timeline.periods // 2
-    for ph in contract.phenomena:
+    for ph in wanted:
         if ph.kind == "edge_effect":
             child = ph.edge.split("->")[1] if ph.edge else ""
             values[ph.id] = fits.get(child, ChildFit()).statistics.get(ph.edge or "", float("nan"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -40,6 +40,7 @@ class World:
     raw_contract: dict
     contract: Contract | None
     contract_error: str | None
+    observed_cache: dict[str, pl.DataFrame] = field(default_factory=dict)
 
     @cached_property
     def ledger(self) -> list[dict]:
@@ -92,7 +93,13 @@ def load_world(path: Path) -> World:
 
 
 def read_observed(world: World, d: Deliverable) -> pl.DataFrame:
-    """One observed file as a frame, whatever its format (xlsx sheets are stacked)."""
+    """One observed file as a frame, whatever its format (xlsx sheets are stacked); read once per audit."""
+    if d.file not in world.observed_cache:
+        world.observed_cache[d.file] = _read(world, d)
+    return world.observed_cache[d.file]
+
+
+def _read(world: World, d: Deliverable) -> pl.DataFrame:
     path = world.path / "observed" / d.file
     try:
         match d.format:

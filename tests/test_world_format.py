@@ -20,7 +20,16 @@ from worldgen.observe import DAY, project, with_day
 from worldgen.packs import get_pack
 from worldgen.seeding import rng_for, seed_record
 
-LAYOUT = {"world.json", "contract.json", "ledger.jsonl", "projection.json", "canonical", "observed", "tasks"}
+LAYOUT = {
+    "world.json",
+    "contract.json",
+    "ledger.jsonl",
+    "projection.json",
+    "audit.json",
+    "canonical",
+    "observed",
+    "tasks",
+}
 
 
 def canonical_tables(world: Path) -> dict[str, pl.DataFrame]:
@@ -38,7 +47,9 @@ def test_layout_manifest_and_contract_schema(small_build, world_dirs):
     for world in world_dirs:
         assert LAYOUT <= {p.name for p in world.iterdir()}
         meta = json.loads((world / "world.json").read_text())
-        assert meta["schema_version"] == "1.0" and meta["status"] == "built"
+        assert meta["schema_version"] == "1.0" and meta["status"] in {"pass", "fail"}
+        audit = json.loads((world / "audit.json").read_text())
+        assert audit["verdict"] == meta["status"] == next(m["status"] for m in manifest if m["world_id"] == world.name)
         for rel, digest in meta["files"].items():
             assert file_sha256(world / rel) == digest, rel
         raw = json.loads((world / "contract.json").read_text())

@@ -32,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--personas", type=Path, default=None, help="JSONL persona file to use instead of the library")
     b.add_argument("--defect-scale", type=float, default=1.0, help="multiply every defect rate (0 = clean files)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    a = sub.add_parser("audit", help="audit world directories or whole builds; exit 1 if any world fails")
+    a.add_argument("paths", nargs="+", type=Path, help="world directories or build directories (holding worlds/)")
+    a.add_argument("--json", action="store_true", help="print one JSON line per world instead of a table")
     sub.add_parser("domains", help="list the domain packs")
     return parser
 
@@ -43,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
             return _build(args)
         if args.command == "domains":
             return _domains()
+        if args.command == "audit":
+            return _audit(args)
     except WorldgenError as exc:
         print(f"worldgen: error: {exc}", file=sys.stderr)
         return 2
@@ -87,6 +92,51 @@ def _build(args: argparse.Namespace) -> int:
         f"({rate:.2f} worlds/s); manifest: {cfg.out / 'manifest.jsonl'}"
     )
     return 0
+
+
+def world_dirs(paths: list[Path]) -> list[Path]:
+    """Expand build directories into their worlds; anything that is neither is a user error."""
+    from contracts.errors import WorldFormatError
+
+    found: list[Path] = []
+    for path in paths:
+        if (path / "world.json").is_file():
+            found.append(path)
+        elif (path / "worlds").is_dir():
+            found += sorted(p for p in (path / "worlds").iterdir() if p.is_dir() and not p.name.startswith("."))
+        elif not path.exists():
+            raise WorldFormatError(f"{path}: no such file or directory")
+        else:
+            raise WorldFormatError(f"{path}: neither a world (no world.json) nor a build directory (no worlds/)")
+    if not found:
+        raise WorldFormatError(f"no worlds under {', '.join(map(str, paths))}")
+    return found
+
+
+def _audit(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from auditors import audit_world
+
+    worlds = world_dirs(args.paths)
+    reports = [audit_world(w) for w in worlds]  # a malformed world raises WorldFormatError -> exit 2
+    if args.json:
+        for r in reports:
+            print(json.dumps({k: r[k] for k in ("world_id", "verdict", "failing", "seconds")}))
+    else:
+        table = Table("world", "verdict", "failing checks", "seconds")
+        for r in reports:
+            colour = "green" if r["verdict"] == "pass" else "red"
+            table.add_row(
+                r["world_id"], f"[{colour}]{r['verdict']}[/]", ", ".join(r["failing"]) or "-", f"{r['seconds']:.2f}"
+            )
+        Console(width=140).print(table)
+    failed = sum(r["verdict"] != "pass" for r in reports)
+    print(f"{len(reports) - failed}/{len(reports)} world(s) pass")
+    return 1 if failed else 0
 
 
 def _domains() -> int:

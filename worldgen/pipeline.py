@@ -7,11 +7,13 @@ The world is written under a temporary name and renamed into place only when com
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from auditors import audit_world
 from contracts.hashing import column_sha256, file_sha256
 from contracts.model import SCHEMA_VERSION, Contract, Persona
 from worldgen import canonical, observe, skeleton
@@ -76,13 +78,24 @@ def build_world(
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         entry = _write_world(tmp, contract, state, observed, seed, index, settings)
+        lap("write")
+        report = audit_world(tmp)  # the independent auditor reads the finished files, nothing in memory
+        entry["status"] = report["verdict"]
+        _record_verdict(tmp / "world.json", report)
+        lap("audit")
         tmp.rename(final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    lap("write")
     entry["path"] = f"worlds/{world_id}"
     return WorldResult(world_id, index, final, entry, timings)
+
+
+def _record_verdict(meta_path: Path, report: dict) -> None:
+    meta = json.loads(meta_path.read_text())
+    meta["status"] = report["verdict"]
+    meta["audit"] = {"verdict": report["verdict"], "failing": report["failing"]}
+    dump_json(meta_path, meta)
 
 
 def _write_world(

@@ -81,9 +81,10 @@ def _choose_kinds(pack: DomainPack, graph: nx.DiGraph, rng: np.random.Generator)
         ]
         if not moderators:
             kinds = [k for k in kinds if k != "interaction"]
-        if pack.variable(parent).pattern == "policy" and len(kinds) > 1:
-            # A management lever takes few distinct values, so a step's location between them is not identifiable.
-            # Likewise the bend of a saturation curve.
+        source = pack.variable(parent)
+        if (source.pattern == "policy" or source.grain == "unit") and len(kinds) > 1:
+            # A management lever or a unit attribute takes few distinct values (one per unit at most), so
+            # neither the location of a step nor the bend of a curve between them is identifiable.
             kinds = [k for k in kinds if k not in {"threshold", "saturation"}] or kinds
         # Monotone is listed for almost every edge; halve its weight so richer mechanisms get planted too.
         weights = np.array([0.5 if k == "monotone" else 1.0 for k in kinds])
