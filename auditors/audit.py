@@ -57,7 +57,11 @@ def check_edges(world: World) -> Check:
 def check_recoverability(world: World) -> tuple[Check, Check]:
     """(f) every phenomenon recovered from cleaned E; (g) the raw files miss at least one."""
     contract = world.contract
-    clean = _compare(recover_phenomena(from_observed(world, clean=True), contract), world)
+    recovered = recover_phenomena(from_observed(world, clean=True), contract)
+    clean = _compare(recovered, world)
+    directions = {
+        k.split(":", 1)[1]: v for k, v in recovered.items() if k.startswith("direction:") and math.isfinite(v)
+    }
     raw_data = from_observed(world, clean=False)
     # Non-triviality needs one miss: try the cheap period comparisons first, the full analysis only if needed.
     raw = _compare(recover_phenomena(raw_data, contract, {"period_change"}), world, {"period_change"})
@@ -71,14 +75,14 @@ def check_recoverability(world: World) -> tuple[Check, Check]:
             "fail",
             f"{len(missed)} phenomenon(s) not recoverable from E, e.g. {r['id']}: "
             f"estimated {r['estimate']}, target {r['target']} +- {r['tolerance']:.4g}",
-            {"phenomena": clean},
+            {"phenomena": clean, "directions": directions},
         )
     else:
         f = Check(
             "recoverability",
             "pass",
             f"all {len(clean)} phenomena recovered from the cleaned observed files",
-            {"phenomena": clean},
+            {"phenomena": clean, "directions": directions},
         )
     raw_missed = [r["id"] for r in raw if not r["within"]]
     if raw_missed:

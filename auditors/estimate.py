@@ -38,6 +38,7 @@ class Rows:
 @dataclass
 class ChildFit:
     statistics: dict[str, float] = field(default_factory=dict)  # edge id -> statistic value
+    directions: dict[str, float] = field(default_factory=dict)  # edge id -> sign of the fitted effect
     contributions: dict[str, np.ndarray] = field(default_factory=dict)  # parent -> fitted contribution per row
     day: np.ndarray | None = None
 
@@ -194,6 +195,8 @@ class ChildModel:
             start += block.shape[1]
             result.contributions[e.parent] = block[covered] @ b
             result.statistics[f"{e.parent}->{e.child}"] = self._statistic(e, b)
+            if e.kind != "categorical":
+                result.directions[f"{e.parent}->{e.child}"] = float(np.sign(b[0]))
         return result
 
     def _scan(self, e: Edge, valid: np.ndarray) -> float:
@@ -211,16 +214,19 @@ class ChildModel:
         q, _ = np.linalg.qr(others[idx])
         y = self.rows.y[idx]
         ry = y - q @ (q.T @ y)
+        if all(b.shape[1] == 1 for b in blocks):
+            # One extra column per candidate: its explained variance is (f.ry)^2 / (f.f - |Q'f|^2), since ry is
+            # already orthogonal to Q; one matrix product scores every candidate at once.
+            F = np.column_stack([b[idx, 0] for b in blocks])
+            denom = np.einsum("ij,ij->j", F, F) - np.einsum("ij,ij->j", q.T @ F, q.T @ F)
+            scores = np.where(denom > 1e-12, (F.T @ ry) ** 2 / np.maximum(denom, 1e-12), -np.inf)
+            return float(cands[int(np.argmax(scores))])
         best, best_score = self.theta[e.parent], -np.inf
         for cand, block in zip(cands, blocks, strict=True):
             f = block[idx]
             rf = f - q @ (q.T @ f)
-            if rf.shape[1] == 1:  # variance explained by one extra column: (rf.ry)^2 / (rf.rf)
-                denom = float(rf[:, 0] @ rf[:, 0])
-                score = float(rf[:, 0] @ ry) ** 2 / denom if denom > 1e-12 else -np.inf
-            else:
-                coef, *_ = np.linalg.lstsq(rf, ry, rcond=None)
-                score = float(np.sum((rf @ coef) ** 2))
+            coef, *_ = np.linalg.lstsq(rf, ry, rcond=None)
+            score = float(np.sum((rf @ coef) ** 2))
             if score > best_score:
                 best, best_score = float(cand), score
         return best
@@ -281,6 +287,7 @@ def recover_phenomena(ds: Dataset, contract: Contract, kinds: set[str] | None = 
         if ph.kind == "edge_effect":
             child = ph.edge.split("->")[1] if ph.edge else ""
             values[ph.id] = fits.get(child, ChildFit()).statistics.get(ph.edge or "", float("nan"))
+            values[f"direction:{ph.edge}"] = fits.get(child, ChildFit()).directions.get(ph.edge or "", float("nan"))
         elif ph.kind == "period_change":
             h1, h2 = period_means(ds, contract, ph.variables[0] if ph.variables else None, ph.column)
             values[ph.id] = (h2 - h1) / h1 if h1 else float("nan")

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-STAGES = ("dag", "contract", "canonical", "projection", "write")
+STAGES = ("dag", "contract", "canonical", "projection", "write")  # synthesis; the audit is reported beside it
 
 
 def run(n: int, size: str, workers: int, seed: int) -> dict:
@@ -53,9 +53,10 @@ def run(n: int, size: str, workers: int, seed: int) -> dict:
     events = [
         json.loads((out / "worlds" / t["world_id"] / "world.json").read_text())["sizes"]["events"] for t in timings
     ]
-    shutil.rmtree(out)
     per_world = [sum(t[s] for s in STAGES) for t in timings]
-    return {
+    audits = [t.get("audit", 0.0) for t in timings]
+    verdicts = [json.loads((out / "worlds" / t["world_id"] / "world.json").read_text())["status"] for t in timings]
+    result = {
         "n": n,
         "size": size,
         "workers": workers,
@@ -65,9 +66,13 @@ def run(n: int, size: str, workers: int, seed: int) -> dict:
         "p95_world_s": round(sorted(per_world)[int(0.95 * (len(per_world) - 1))], 3),
         "stage_median_s": {s: round(statistics.median(t[s] for t in timings), 4) for s in STAGES},
         "median_events": int(statistics.median(events)),
+        "median_audit_s": round(statistics.median(audits), 3),
+        "pass_rate": round(sum(v == "pass" for v in verdicts) / len(verdicts), 3),
         "peak_rss_mib": round(max(peak_kib, before) / 1024, 1),
         "peak_rss_grew": peak_kib > before,
     }
+    shutil.rmtree(out)
+    return result
 
 
 def main() -> None:

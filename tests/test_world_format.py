@@ -190,7 +190,7 @@ def test_canonical_volume_matches_events_and_focus_change_target(world_dirs):
         contract = load_contract(world / "contract.json")
         tables = canonical_tables(world)
         focus = focus_variable(contract)
-        change = next(ph for ph in contract.phenomena if ph.kind == "period_change")
+        change = next(ph for ph in contract.phenomena if ph.id == f"change:{focus}")
         grain = next(v.grain for v in contract.variables if v.name == focus)
         df = tables["events" if grain == "event" else "panel"]
         half = contract.timeline.periods // 2

@@ -18,7 +18,7 @@ from faker import Faker
 
 from contracts.hashing import column_sha256
 from contracts.model import Contract, Edge, Variable, validate_contract
-from worldgen.contract import edge_phenomena, focus_variable, resolve_params
+from worldgen.contract import edge_phenomena, resolve_params
 from worldgen.mechanisms import MECHANISMS, Scale, describe
 from worldgen.packs import DomainPack
 
@@ -38,7 +38,7 @@ class CanonicalState:
 
     tables: dict[str, Table] = field(default_factory=dict)
     ledger: list[dict] = field(default_factory=list)
-    contributions: dict[str, np.ndarray] = field(default_factory=dict)
+    contributions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # child -> parent -> values
     params: dict[str, dict] = field(default_factory=dict)  # edge id -> parameters resolved in natural units
 
     def column(self, table: str, name: str) -> np.ndarray:
@@ -107,8 +107,6 @@ def generate(
     parents_of: dict[str, list[Edge]] = {v: [] for v in variables}
     for e in contract.edges:
         parents_of[e.child].append(e)
-    focus = focus_variable(contract)
-
     _run_step(state, "entities", 0, seed_of(0), [], lambda: _entities(contract, pack, rng_for_step(0)))
     for layer, names in enumerate(contract.layers):
         step = layer + 1
@@ -121,7 +119,7 @@ def generate(
                 v = variables[name]
                 if v.grain == "event":
                     _ensure_events_in(outputs, state, grid)
-                values = _draw(v, parents_of[name], variables, state, outputs, grid, contract, pack, rng, name == focus)
+                values = _draw(v, parents_of[name], variables, state, outputs, grid, contract, pack, rng, True)
                 if v.role == "volume":
                     counts = rng.poisson(values).astype(np.int64)
                     outputs.setdefault("panel", {})[name] = counts.reshape(-1)
@@ -240,7 +238,7 @@ def _draw(
     contract: Contract,
     pack: DomainPack,
     rng: np.random.Generator,
-    is_focus: bool,
+    keep_contributions: bool,
 ) -> np.ndarray:
     """One variable on its grid: a root pattern, or mean + sum of edge contributions + noise."""
     if not edges:
@@ -251,8 +249,8 @@ def _draw(
         total = np.full(grid.shape(v.grain), v.mean)
         for e in sorted(edges, key=lambda e: e.parent):
             contribution = _contribution(e, v, variables, state, outputs, grid, pack, rng)
-            if is_focus:
-                state.contributions[e.parent] = contribution
+            if keep_contributions:
+                state.contributions.setdefault(v.name, {})[e.parent] = contribution
             total = total + contribution
         values = total if v.role == "volume" else total + rng.normal(0, NOISE * v.sd, total.shape)
     lo = v.min if v.min is not None else -np.inf
@@ -287,12 +285,22 @@ def _codes(raw: np.ndarray, levels: list[str]) -> np.ndarray:
     return np.array([index[x] for x in raw.tolist()], dtype=float)
 
 
-def _realised(name: str, variables: dict[str, Variable], state: CanonicalState, outputs: dict, grid: Grid) -> Scale:
-    """A parent's realised location and spread on its own grain (the scale its edge parameters use)."""
+def _realised(
+    name: str,
+    variables: dict[str, Variable],
+    state: CanonicalState,
+    outputs: dict,
+    grid: Grid,
+    seen_as: str | None = None,
+) -> Scale:
+    """A parent's realised location and spread as its child sees it (the scale its edge parameters use):
+    an event parent of a panel child is seen through its unit-day means, which vary less than single events."""
     v = variables[name]
     if v.dtype == "categorical":
         return Scale(mean=0.0, sd=1.0, levels=tuple(v.levels))
     values = _grid_values(name, variables, state, outputs, grid)
+    if v.grain == "event" and seen_as == "panel":
+        values = grid.align(values, "event", "panel", fill=np.nan)
     sd = float(np.nanstd(values))
     return Scale(mean=float(np.nanmean(values)), sd=sd if sd > 0 else v.sd, binary=v.dtype == "binary")
 
@@ -315,7 +323,7 @@ def _contribution(
     if e.kind == "ratio":
         capacity = state.column("units", pack.entities.unit.capacity.name).astype(float)
         extra["denominator"] = Scale(mean=float(capacity.mean()), sd=float(capacity.std()) or 1.0)
-    params = resolve_params(e, _realised(e.parent, variables, state, outputs, grid), extra)
+    params = resolve_params(e, _realised(e.parent, variables, state, outputs, grid, child.grain), extra)
     state.params[f"{e.parent}->{e.child}"] = params
     mechanism = MECHANISMS[e.kind]
     center = float(params.get("center", parent.mean))
@@ -424,48 +432,91 @@ def focus_series(contract: Contract, state: CanonicalState, name: str) -> tuple[
 
 
 def seal(contract: Contract, state: CanonicalState) -> Contract:
-    """Fill the targets that depend on realised data, from the generation record, and mark C sealed."""
+    """Fill what depends on realised data (resolved parameters, targets, counts) and mark C sealed."""
     sealed = contract.model_copy(deep=True)
     for edge in sealed.edges:
         edge.params = state.params[f"{edge.parent}->{edge.child}"]
         edge.note = (
             f"{edge.note}: {describe(edge.kind, edge.params)}" if edge.note else describe(edge.kind, edge.params)
         )
-    focus = focus_variable(contract)
     half = contract.timeline.periods // 2
-    values, day = focus_series(contract, state, focus)
-    first, second = day < half, day >= half
-    h1, h2 = float(values[first].mean()), float(values[second].mean())
-    deltas = {}
-    for parent, contribution in state.contributions.items():
-        flat = contribution.reshape(-1)
-        deltas[parent] = float(flat[second].mean() - flat[first].mean())
-    total = sum(deltas.values())
-    v = next(x for x in contract.variables if x.name == focus)
+    sd = {v.name: v.sd for v in contract.variables}
     keep = []
     for ph in sealed.phenomena:
         if ph.kind == "period_change":
-            a, b = h1, h2
             if ph.column is not None:  # a measure outside the DAG, e.g. the event amount
                 table, column = ph.column.split(".", 1)
-                measure, measure_day = state.column(table, column), state.column(table, "day")
-                a, b = float(measure[measure_day < half].mean()), float(measure[measure_day >= half].mean())
+                values, day = state.column(table, column).astype(float), state.column(table, "day")
+            else:
+                values, day = focus_series(contract, state, ph.variables[0])
+            a, b = float(values[day < half].mean()), float(values[day >= half].mean())
             ph.target = round((b - a) / a, 6) if a else 0.0
             ph.description += f" (H1 mean {a:.4g}, H2 mean {b:.4g})"
         elif ph.kind == "attribution":
+            parent, child = ph.variables
+            deltas = _deltas(state.contributions[child], focus_series(contract, state, child)[1], half)
+            total = sum(deltas.values())
             # Shares are only a finding when the change is material and its drivers do not largely cancel
             # (otherwise "explains 500% of the change" is noise over noise).
-            if abs(total) < 0.1 * v.sd or sum(abs(d) for d in deltas.values()) > 1.5 * abs(total):
+            if abs(total) < 0.1 * sd[child] or sum(abs(d) for d in deltas.values()) > 1.5 * abs(total):
                 continue
-            ph.target = round(deltas[ph.variables[0]] / total, 6)
+            ph.target = round(deltas[parent] / total, 6)
         keep.append(ph)
-    sealed.phenomena = edge_phenomena(sealed) + keep
+    sealed.phenomena = edge_phenomena(sealed, _standard_errors(sealed, state)) + keep
     for entity in sealed.entities:
-        table = entity.table
-        entity.count = len(state.column(table, entity.key))
+        entity.count = len(state.column(entity.table, entity.key))
     sealed.sealed = True
     validate_contract(sealed)
     return sealed
+
+
+def _standard_errors(contract: Contract, state: CanonicalState) -> dict[str, float]:
+    """Standard error of each edge's effect size when a child is regressed on its parents' true contributions.
+
+    Each contribution column has coefficient 1; its standard error, scaled by the planted effect, is the
+    precision the data allow for that effect given noise and correlated parents.
+    """
+    out: dict[str, float] = {}
+    variables = {v.name: v for v in contract.variables}
+    edges = {(e.parent, e.child): e for e in contract.edges}
+    for child, contributions in state.contributions.items():
+        v = variables[child]
+        y = state.column(_table(v), child).astype(float).reshape(-1)
+        parents = sorted(contributions)
+        X = np.column_stack([np.ones_like(y)] + [contributions[p].reshape(-1) for p in parents])
+        ok = np.isfinite(X).all(axis=1) & np.isfinite(y)
+        X, y = X[ok], y[ok]
+        if len(y) <= X.shape[1] + 2:
+            continue
+        coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+        sigma2 = float(np.sum((y - X @ coef) ** 2)) / (len(y) - X.shape[1])
+        try:
+            cov = sigma2 * np.linalg.inv(X.T @ X)
+        except np.linalg.LinAlgError:
+            continue
+        for j, parent in enumerate(parents, start=1):
+            e = edges[(parent, child)]
+            size = _effect_size(e)
+            if size is not None:
+                out[f"{parent}->{child}"] = float(np.sqrt(max(cov[j, j], 0.0)) * abs(size))
+    return out
+
+
+def _effect_size(e: Edge) -> float | None:
+    p = e.params
+    if e.kind in ("monotone", "ratio", "interaction"):
+        return p["beta"]
+    if e.kind == "categorical":
+        return max(p["shifts"].values()) - min(p["shifts"].values())
+    return None
+
+
+def _deltas(contributions: dict[str, np.ndarray], day: np.ndarray, half: int) -> dict[str, float]:
+    out = {}
+    for parent, contribution in contributions.items():
+        flat = contribution.reshape(-1)
+        out[parent] = float(flat[day >= half].mean() - flat[day < half].mean())
+    return out
 
 
 def _campaigns(

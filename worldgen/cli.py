@@ -35,6 +35,18 @@ def _parser() -> argparse.ArgumentParser:
     a = sub.add_parser("audit", help="audit world directories or whole builds; exit 1 if any world fails")
     a.add_argument("paths", nargs="+", type=Path, help="world directories or build directories (holding worlds/)")
     a.add_argument("--json", action="store_true", help="print one JSON line per world instead of a table")
+    g = sub.add_parser("grade", help="score an answer against a task's rubric; prints JSON")
+    g.add_argument("task", type=Path, help="tasks/<task_id>.json")
+    g.add_argument("answer", type=Path, nargs="?", help="structured answer (JSON), for the rules judge")
+    g.add_argument("--report", type=Path, help="free-text report (Markdown), for the anthropic judge")
+    g.add_argument(
+        "--judge", default="rules", choices=["rules", "anthropic"], help="rules (default, offline) or anthropic"
+    )
+    g.add_argument("--model", help="anthropic model (default: $WORLDGEN_JUDGE_MODEL or claude-sonnet-4-5)")
+    g.add_argument("--base-url", help="Messages API base URL (default: $ANTHROPIC_BASE_URL or Anthropic's)")
+    g.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    g.add_argument("--retries", type=int, default=3, help="retries per request (default 3)")
+    g.add_argument("--cache", type=Path, help="decision cache directory (default ~/.cache/worldgen/judge)")
     sub.add_parser("domains", help="list the domain packs")
     return parser
 
@@ -48,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
             return _domains()
         if args.command == "audit":
             return _audit(args)
+        if args.command == "grade":
+            return _grade(args)
     except WorldgenError as exc:
         print(f"worldgen: error: {exc}", file=sys.stderr)
         return 2
@@ -137,6 +151,32 @@ def _audit(args: argparse.Namespace) -> int:
     failed = sum(r["verdict"] != "pass" for r in reports)
     print(f"{len(reports) - failed}/{len(reports)} world(s) pass")
     return 1 if failed else 0
+
+
+def _grade(args: argparse.Namespace) -> int:
+    import json
+
+    from rubrics.grade import GradeError, grade, load_answer, load_task
+
+    task = load_task(args.task)
+    answer = load_answer(args.answer) if args.answer else None
+    report = None
+    if args.report:
+        try:
+            report = args.report.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GradeError(f"{args.report}: cannot read report ({exc})") from None
+    options = {}
+    if args.judge == "anthropic":
+        options = {
+            "model": args.model,
+            "base_url": args.base_url,
+            "timeout": args.timeout,
+            "max_retries": args.retries,
+            "cache_dir": args.cache,
+        }
+    print(json.dumps(grade(task, answer, judge=args.judge, report=report, **options), indent=1))
+    return 0
 
 
 def _domains() -> int:

@@ -195,12 +195,26 @@ def resolve_params(edge: Edge, parent: Scale, extra: dict[str, Scale]) -> dict:
     return {**edge.params, **params}
 
 
-def edge_phenomena(contract: Contract) -> list[Phenomenon]:
-    """One edge_effect phenomenon per edge, from its resolved parameters (called when sealing)."""
+LINEAR_STATISTICS = {"slope", "log_slope", "per_capacity_slope", "interaction_coefficient", "level_shift_range"}
+
+
+def edge_phenomena(contract: Contract, standard_errors: dict[str, float] | None = None) -> list[Phenomenon]:
+    """One edge_effect phenomenon per edge, from its resolved parameters (called when sealing).
+
+    For effects estimated by regression the tolerance is the larger of the business tolerance (25%) and three
+    standard errors of the estimate in X: with correlated parents or Poisson counts a quarter of the effect
+    can be below what any analyst could resolve from the data.
+    """
     units_file = contract.deliverables[0].file
+    volume = next(v.name for v in contract.variables if v.role == "volume")
     out = []
     for e in contract.edges:
         stat, target, tol = _edge_statistic(e)
+        se = (standard_errors or {}).get(f"{e.parent}->{e.child}")
+        if stat in LINEAR_STATISTICS and se is not None and math.isfinite(se):
+            tol = max(tol, round(3 * se, 6))
+        if stat == "half_saturation" and e.child == volume:  # Poisson counts blur the bend of the curve
+            tol = 0.5 * e.params["parent_sd"]
         files = [file_of(contract, e.parent), file_of(contract, e.child)]
         if e.kind == "interaction":
             files.append(file_of(contract, e.params["moderator"]))
@@ -451,23 +465,46 @@ def _edge_statistic(edge: Edge) -> tuple[str, float, float]:
     raise KeyError(edge.kind)
 
 
+def task_nodes(contract: Contract) -> list[tuple[str, str]]:
+    """(kind, variable) per depth bucket: the largest in-degree node asks why it changed (cause), the
+    largest out-degree node asks what it changed (consequence). The persona's focus always gets the cause
+    task of its bucket. Unit attributes do not change over time, so they never get a cause task."""
+    indeg = {v.name: 0 for v in contract.variables}
+    outdeg = dict(indeg)
+    for e in contract.edges:
+        indeg[e.child] += 1
+        outdeg[e.parent] += 1
+    grain = {v.name: v.grain for v in contract.variables}
+    focus = focus_variable(contract)
+    chosen: list[tuple[str, str]] = []
+    for layer in contract.layers:
+        causes = [n for n in sorted(layer) if indeg[n] >= 2 and grain[n] != "unit"]
+        if causes:
+            chosen.append(("cause", focus if focus in causes else max(causes, key=lambda n: indeg[n])))
+        effects = [n for n in sorted(layer) if outdeg[n] >= 2]
+        if effects:
+            chosen.append(("consequence", max(effects, key=lambda n: outdeg[n])))
+    return chosen
+
+
 def _phenomena(contract: Contract, pack: DomainPack) -> list[Phenomenon]:
-    """Period-change and attribution phenomena; edge effects are added when the contract is sealed."""
+    """Period-change and attribution phenomena for every cause-task node (edge effects come when sealing)."""
     out = []
     graph = nx.DiGraph([(e.parent, e.child) for e in contract.edges])
-    focus = focus_variable(contract)
     half = contract.timeline.periods // 2
-    out.append(
-        Phenomenon(
-            id=f"change:{focus}",
-            kind="period_change",
-            statistic="relative_change_h2_vs_h1",
-            variables=[focus],
-            tolerance=0.03,
-            files=[file_of(contract, focus)],
-            description=f"relative change of mean {focus} from periods [0, {half}) to [{half}, {contract.timeline.periods})",
+    causes = [node for kind, node in task_nodes(contract) if kind == "cause"]
+    for node in causes:
+        out.append(
+            Phenomenon(
+                id=f"change:{node}",
+                kind="period_change",
+                statistic="relative_change_h2_vs_h1",
+                variables=[node],
+                tolerance=0.03,
+                files=[file_of(contract, node)],
+                description=f"relative change of mean {node} from periods [0, {half}) to [{half}, {contract.timeline.periods})",
+            )
         )
-    )
     amount = pack.entities.event.amount
     events_file = next(d.file for d in contract.deliverables if d.grain == "events")
     out.append(
@@ -482,19 +519,20 @@ def _phenomena(contract: Contract, pack: DomainPack) -> list[Phenomenon]:
             description=f"relative change of the mean {pack.entities.event.name} {amount.name} ({amount.unit}) from H1 to H2",
         )
     )
-    for parent in sorted(graph.predecessors(focus)):
-        out.append(
-            Phenomenon(
-                id=f"share:{parent}->{focus}",
-                kind="attribution",
-                statistic="share_of_change",
-                variables=[parent, focus],
-                edge=f"{parent}->{focus}",
-                tolerance=0.1,
-                files=sorted({file_of(contract, parent), file_of(contract, focus)}),
-                description=f"share of the H1->H2 change in {focus} explained by {parent}",
+    for node in causes:
+        for parent in sorted(graph.predecessors(node)):
+            out.append(
+                Phenomenon(
+                    id=f"share:{parent}->{node}",
+                    kind="attribution",
+                    statistic="share_of_change",
+                    variables=[parent, node],
+                    edge=f"{parent}->{node}",
+                    tolerance=0.1,
+                    files=sorted({file_of(contract, parent), file_of(contract, node)}),
+                    description=f"share of the H1->H2 change in {node} explained by {parent}",
+                )
             )
-        )
     return out
 
 

@@ -21,6 +21,7 @@ from worldgen.contract import build_contract
 from worldgen.observe import DefectSettings
 from worldgen.packs import DomainPack
 from worldgen.seeding import rng_for, seed_record
+from worldgen.tasks import build_tasks, write_tasks
 from worldgen.write import dump_json, dump_jsonl, write_observed, write_parquet
 
 
@@ -81,8 +82,12 @@ def build_world(
         lap("write")
         report = audit_world(tmp)  # the independent auditor reads the finished files, nothing in memory
         entry["status"] = report["verdict"]
-        _record_verdict(tmp / "world.json", report)
         lap("audit")
+        task_list = build_tasks(contract, report, rng_for(seed, index, "tasks"))
+        write_tasks(task_list, tmp / "tasks")
+        entry["tasks"] = len(task_list)
+        _record_verdict(tmp / "world.json", report, [t.task_id for t in task_list])
+        lap("tasks")
         tmp.rename(final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -91,10 +96,11 @@ def build_world(
     return WorldResult(world_id, index, final, entry, timings)
 
 
-def _record_verdict(meta_path: Path, report: dict) -> None:
+def _record_verdict(meta_path: Path, report: dict, task_ids: list[str]) -> None:
     meta = json.loads(meta_path.read_text())
     meta["status"] = report["verdict"]
     meta["audit"] = {"verdict": report["verdict"], "failing": report["failing"]}
+    meta["tasks"] = task_ids
     dump_json(meta_path, meta)
 
 

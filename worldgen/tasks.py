@@ -1,0 +1,393 @@
+"""Audited world -> tasks: cause and consequence questions with rubrics grounded on the generation record.
+
+Selection (`contract.task_nodes`): per depth bucket, the largest in-degree node gets a *cause* task and the
+largest out-degree node a *consequence* task. Every rubric item is backed by a contract phenomenon that the
+audit recovered from the observed files; items whose phenomenon was not recovered are left out, and a task
+whose core finding was not recovered is not emitted. Expected answers come from the contract's targets,
+reference answers from the auditor's blind analysis of the observed files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import jinja2
+import networkx as nx
+import numpy as np
+
+from contracts.model import Contract
+from rubrics.grade import grade_rules
+from rubrics.model import Check, RubricItem, Task
+from worldgen.contract import task_nodes
+
+PROMPTS = {
+    "cause": [
+        "{{ intro }} Average {{ label }} changed between the first and the second half of the period covered by "
+        "the attached files. What drove that change, and how much of it does each driver explain?",
+        "{{ intro }} I need to explain the shift in {{ label }} from H1 to H2 to my leadership team. Work out how "
+        "much it moved, which factors caused the move, and each factor's share of it.",
+        "{{ intro }} Something changed in {{ label }} half-way through the period. Using the files from our "
+        "systems, quantify the change and attribute it to its causes, with each cause's contribution.",
+    ],
+    "consequence": [
+        "{{ intro }} I want to understand what {{ label }} affects. Which other measures in the attached files "
+        "does it move, in which direction, and by how much?",
+        "{{ intro }} Before we change anything about {{ label }}, tell me what it drives downstream: the measures "
+        "it influences, the direction of each effect, and the size of each effect.",
+        "{{ intro }} Map the consequences of {{ label }}: for every measure it changes, say whether it pushes it up "
+        "or down and quantify the effect.",
+    ],
+}
+INTRO = "I'm the {{ role }} at {{ organisation }} ({{ region }}).{% if concern %} We're worried that {{ concern }}.{% endif %}"
+ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+
+
+def label(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _direction(edge_params: dict, kind: str) -> str | None:
+    key = {"threshold": "jump", "saturation": "amplitude", "categorical": None}.get(kind, "beta")
+    if key is None:
+        return None
+    return "+" if edge_params[key] > 0 else "-"
+
+
+def build_tasks(contract: Contract, audit: dict, rng: np.random.Generator) -> list[Task]:
+    """Every task the audited world supports, in selection order."""
+    recovered = _recovered(audit)
+    raw = _raw_estimates(audit)
+    directions = next(
+        (c["details"].get("directions", {}) for c in audit["checks"] if c["name"] == "recoverability"), {}
+    )
+    phenomena = {ph.id: ph for ph in contract.phenomena}
+    graph = nx.DiGraph([(e.parent, e.child) for e in contract.edges])
+    edges = {f"{e.parent}->{e.child}": e for e in contract.edges}
+    tasks = []
+    for kind, node in task_nodes(contract):
+        builder = _cause if kind == "cause" else _consequence
+        built = builder(node, contract, graph, edges, phenomena, recovered, raw, directions)
+        if built is None:
+            continue
+        rubric, expected, reference, files = built
+        persona = contract.persona
+        concern = persona.concern if node == persona.focus else ""
+        intro = ENV.from_string(INTRO).render(
+            role=persona.role, organisation=persona.organisation, region=persona.region, concern=concern
+        )
+        template = PROMPTS[kind][int(rng.integers(len(PROMPTS[kind])))]
+        task = Task(
+            task_id=f"{contract.world_id}-{kind}-{node}",
+            world_id=contract.world_id,
+            kind=kind,
+            variable=node,
+            prompt=ENV.from_string(template).render(intro=intro, label=label(node)),
+            files=sorted(files),
+            answer_schema=answer_schema(kind, [v.name for v in contract.variables]),
+            rubric=rubric,
+            expected_answer=expected,
+            reference_answer=reference,
+            reference_score=0.0,
+        )
+        task.reference_score = grade_rules(task, reference)["score"]
+        tasks.append(task)
+    return tasks
+
+
+def _recovered(audit: dict) -> dict[str, float]:
+    """Phenomena the audit recovered from the cleaned observed files: id -> the blind estimate."""
+    for check in audit["checks"]:
+        if check["name"] == "recoverability":
+            return {r["id"]: r["estimate"] for r in check["details"].get("phenomena", []) if r["within"]}
+    return {}
+
+
+def _raw_estimates(audit: dict) -> dict[str, float]:
+    for check in audit["checks"]:
+        if check["name"] == "non_triviality":
+            return {r["id"]: r["estimate"] for r in check["details"].get("phenomena", []) if r["estimate"] is not None}
+    return {}
+
+
+def _cause(node, contract, graph, edges, phenomena, recovered, raw, directions):
+    change_id = f"change:{node}"
+    if change_id not in recovered:
+        return None
+    change = phenomena[change_id]
+    files = set(change.files)
+    rubric = [
+        RubricItem(
+            id="change",
+            polarity="positive",
+            kind="computation",
+            points=2.0,
+            phenomenon=change_id,
+            criterion=f"States that mean {label(node)} changed by {change.target:+.1%} from H1 to H2 (within {change.tolerance:.0%} points).",
+            check=Check(
+                kind="number", path="change.relative_change", expected=change.target, tolerance=change.tolerance
+            ),
+        )
+    ]
+    expected = {"variable": node, "change": {"relative_change": change.target}, "drivers": []}
+    reference = {"variable": node, "change": {"relative_change": recovered[change_id]}, "drivers": []}
+    for parent in sorted(graph.predecessors(node)):
+        share_id, edge_id = f"share:{parent}->{node}", f"edge:{parent}->{node}"
+        if edge_id not in recovered:
+            continue
+        files |= set(phenomena[edge_id].files)
+        share = phenomena.get(share_id)
+        if share is not None and share_id in recovered:
+            direction = "+" if share.target * change.target > 0 else "-"
+            ref_direction = "+" if recovered[share_id] * recovered[change_id] > 0 else "-"
+            rubric.append(
+                RubricItem(
+                    id=f"driver:{parent}",
+                    polarity="positive",
+                    kind="insight",
+                    points=1.0,
+                    phenomenon=share_id,
+                    criterion=f"Names {label(parent)} as a driver that pushed {label(node)} {'up' if direction == '+' else 'down'}.",
+                    check=Check(kind="named", path="drivers", variable=parent, direction=direction),
+                )
+            )
+            rubric.append(
+                RubricItem(
+                    id=f"share:{parent}",
+                    polarity="positive",
+                    kind="computation",
+                    points=1.0,
+                    phenomenon=share_id,
+                    criterion=f"Attributes {share.target:.0%} of the change to {label(parent)} (within {share.tolerance:.0%} points).",
+                    check=Check(
+                        kind="entry_number",
+                        path="drivers",
+                        variable=parent,
+                        field="share",
+                        expected=share.target,
+                        tolerance=share.tolerance,
+                    ),
+                )
+            )
+            expected["drivers"].append({"variable": parent, "direction": direction, "share": share.target})
+            reference["drivers"].append({"variable": parent, "direction": ref_direction, "share": recovered[share_id]})
+        else:  # the change is immaterial or its drivers cancel: naming the causes is the finding
+            rubric.append(
+                RubricItem(
+                    id=f"driver:{parent}",
+                    polarity="positive",
+                    kind="insight",
+                    points=1.0,
+                    phenomenon=edge_id,
+                    criterion=f"Names {label(parent)} as a cause of {label(node)}.",
+                    check=Check(kind="named", path="drivers", variable=parent),
+                )
+            )
+            expected["drivers"].append(
+                {
+                    "variable": parent,
+                    "direction": _direction(edges[f"{parent}->{node}"].params, edges[f"{parent}->{node}"].kind) or "+",
+                }
+            )
+            reference["drivers"].append({"variable": parent, "direction": expected["drivers"][-1]["direction"]})
+    for child in sorted(nx.descendants(graph, node)):
+        rubric.append(
+            RubricItem(
+                id=f"downstream:{child}",
+                polarity="negative",
+                kind="insight",
+                points=2.0,
+                criterion=f"Names {label(child)} as a driver, although it is downstream of {label(node)} (an effect, not a cause).",
+                check=Check(kind="named", path="drivers", variable=child),
+            )
+        )
+    parents = set(graph.predecessors(node))
+    siblings = {c for p in parents for c in graph.successors(p)} - {node} - parents - set(nx.descendants(graph, node))
+    for sibling in sorted(siblings):
+        rubric.append(
+            RubricItem(
+                id=f"confounded:{sibling}",
+                polarity="negative",
+                kind="insight",
+                points=1.0,
+                criterion=f"Names {label(sibling)} as a driver: it moves with {label(node)} only because they share a cause.",
+                check=Check(kind="named", path="drivers", variable=sibling),
+            )
+        )
+    if abs(change.target) > change.tolerance:
+        rubric.append(
+            RubricItem(
+                id="wrong-direction",
+                polarity="negative",
+                kind="computation",
+                points=2.0,
+                phenomenon=change_id,
+                criterion=f"Says {label(node)} moved {'down' if change.target > 0 else 'up'}: the wrong direction.",
+                check=Check(kind="sign", path="change.relative_change", expected=-change.target),
+            )
+        )
+    raw_value = raw.get(change_id)
+    if raw_value is not None and math.isfinite(raw_value) and abs(raw_value - change.target) > 2 * change.tolerance:
+        rubric.append(
+            RubricItem(
+                id="uncleaned-change",
+                polarity="negative",
+                kind="computation",
+                points=2.0,
+                phenomenon=change_id,
+                criterion=f"Reports a change of {raw_value:+.1%}, the figure the files give before duplicates, unit switches and renamed columns are cleaned.",
+                check=Check(
+                    kind="number",
+                    path="change.relative_change",
+                    expected=raw_value,
+                    tolerance=change.tolerance,
+                    unless=change.target,
+                ),
+            )
+        )
+    return rubric, expected, reference, files
+
+
+def _consequence(node, contract, graph, edges, phenomena, recovered, raw, directions):
+    rubric, effects, ref_effects, files = [], [], [], set()
+    for child in sorted(graph.successors(node)):
+        edge_id = f"edge:{node}->{child}"
+        if edge_id not in recovered:
+            continue
+        edge, ph = edges[f"{node}->{child}"], phenomena[edge_id]
+        files |= set(ph.files)
+        direction = _direction(edge.params, edge.kind)
+        ref_sign = directions.get(f"{node}->{child}")
+        ref_direction = None if ref_sign is None else ("+" if ref_sign > 0 else "-")
+        rubric.append(
+            RubricItem(
+                id=f"effect:{child}",
+                polarity="positive",
+                kind="insight",
+                points=1.0,
+                phenomenon=edge_id,
+                criterion=f"Names {label(child)} as affected by {label(node)}"
+                + (f", pushed {'up' if direction == '+' else 'down'} as {label(node)} rises." if direction else "."),
+                check=Check(kind="named", path="effects", variable=child, direction=direction),
+            )
+        )
+        rubric.append(
+            RubricItem(
+                id=f"magnitude:{child}",
+                polarity="positive",
+                kind="computation",
+                points=1.0,
+                phenomenon=edge_id,
+                criterion=f"Quantifies the effect on {label(child)}: {ph.statistic.replace('_', ' ')} {ph.target:.4g} (+- {ph.tolerance:.3g}).",
+                check=Check(
+                    kind="entry_number",
+                    path="effects",
+                    variable=child,
+                    field="magnitude",
+                    expected=ph.target,
+                    tolerance=ph.tolerance,
+                ),
+            )
+        )
+        if direction:
+            rubric.append(
+                RubricItem(
+                    id=f"reversed:{child}",
+                    polarity="negative",
+                    kind="insight",
+                    points=1.0,
+                    phenomenon=edge_id,
+                    criterion=f"Says {label(node)} pushes {label(child)} {'down' if direction == '+' else 'up'}: the wrong direction.",
+                    check=Check(
+                        kind="named", path="effects", variable=child, direction="-" if direction == "+" else "+"
+                    ),
+                )
+            )
+        effects.append(
+            {
+                "variable": child,
+                "direction": direction or "+",
+                "mechanism": edge.kind,
+                "statistic": ph.statistic,
+                "magnitude": ph.target,
+            }
+        )
+        ref_effects.append(
+            {
+                "variable": child,
+                "direction": ref_direction or direction or "+",
+                "mechanism": edge.kind,
+                "statistic": ph.statistic,
+                "magnitude": recovered[edge_id],
+            }
+        )
+    if len(effects) < 1:
+        return None
+    for parent in sorted(nx.ancestors(graph, node)):
+        rubric.append(
+            RubricItem(
+                id=f"upstream:{parent}",
+                polarity="negative",
+                kind="insight",
+                points=2.0,
+                criterion=f"Names {label(parent)} as affected by {label(node)}, although it is upstream (a cause, not an effect).",
+                check=Check(kind="named", path="effects", variable=parent),
+            )
+        )
+    return rubric, {"variable": node, "effects": effects}, {"variable": node, "effects": ref_effects}, files
+
+
+def answer_schema(kind: str, variables: list[str]) -> dict:
+    entry = {
+        "type": "object",
+        "required": ["variable"],
+        "properties": {"variable": {"type": "string", "enum": variables}, "direction": {"enum": ["+", "-"]}},
+    }
+    if kind == "cause":
+        entry["properties"]["share"] = {
+            "type": "number",
+            "description": "share of the H1->H2 change this driver explains",
+        }
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "required": ["variable", "change", "drivers"],
+            "properties": {
+                "variable": {"type": "string"},
+                "change": {
+                    "type": "object",
+                    "required": ["relative_change"],
+                    "properties": {
+                        "relative_change": {"type": "number", "description": "(mean H2 - mean H1) / mean H1"}
+                    },
+                },
+                "drivers": {"type": "array", "items": entry},
+            },
+        }
+    entry["properties"] |= {
+        "mechanism": {
+            "type": "string",
+            "description": "shape of the effect: linear, log, step, saturating, delayed, seasonal, by category, per capacity",
+        },
+        "statistic": {"type": "string"},
+        "magnitude": {
+            "type": "number",
+            "description": (
+                "the effect's characteristic number: slope per unit (of log1p for log effects, per capacity unit for per-capacity "
+                "effects, per moderator sd for interactions), the parent level of a step or of half a saturating rise, the delay "
+                "in days, the seasonal swing as a share of the slope, or the spread between category levels"
+            ),
+        },
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "required": ["variable", "effects"],
+        "properties": {"variable": {"type": "string"}, "effects": {"type": "array", "items": entry}},
+    }
+
+
+def write_tasks(tasks: list[Task], folder: Path) -> None:
+    for task in tasks:
+        (folder / f"{task.task_id}.json").write_text(json.dumps(task.model_dump(mode="json"), indent=1) + "\n")
