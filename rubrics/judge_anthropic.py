@@ -15,7 +15,7 @@ from pathlib import Path
 from rubrics.grade import GradeError
 from rubrics.model import RubricItem, Task
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-4-6"
 SYSTEM = (
     "You grade a data-analysis report against one rubric criterion. Decide only whether the report does what "
     "the criterion describes; ignore everything else in it. Reply with exactly one word: YES or NO."

@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--judge", default="rules", choices=["rules", "anthropic"], help="rules (default, offline) or anthropic"
     )
-    g.add_argument("--model", help="anthropic model (default: $WORLDGEN_JUDGE_MODEL or claude-sonnet-4-5)")
+    g.add_argument("--model", help="anthropic model (default: $WORLDGEN_JUDGE_MODEL or claude-sonnet-4-6)")
     g.add_argument("--base-url", help="Messages API base URL (default: $ANTHROPIC_BASE_URL or Anthropic's)")
     g.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
     g.add_argument("--retries", type=int, default=3, help="retries per request (default 3)")

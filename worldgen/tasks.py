@@ -138,7 +138,11 @@ def _cause(node, contract, graph, edges, phenomena, recovered, raw, directions):
             continue
         files |= set(phenomena[edge_id].files)
         share = phenomena.get(share_id)
-        if share is not None and share_id in recovered:
+        if share is not None and share_id in recovered and abs(share.target) < share.tolerance:
+            # A cause of the level that explains none of the change: no item either way.
+            expected["drivers"].append({"variable": parent, "direction": "+", "share": share.target})
+            reference["drivers"].append({"variable": parent, "direction": "+", "share": recovered[share_id]})
+        elif share is not None and share_id in recovered:
             direction = "+" if share.target * change.target > 0 else "-"
             ref_direction = "+" if recovered[share_id] * recovered[change_id] > 0 else "-"
             rubric.append(

@@ -1,0 +1,242 @@
+"""Tasks and rubrics: grounded, world-specific, discriminating; graded by rules or by an LLM judge."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from rubrics.baselines import naive_answers, shuffled_answers
+from rubrics.grade import GradeError, grade, grade_rules, load_task
+from rubrics.model import Task
+
+WORLDGEN = str(Path(sys.executable).with_name("worldgen"))
+DEFECT_WORDS = ("duplicate", "drift", "schema", "missing", "delay", "cents", "renamed", "typo")
+
+
+def tasks_of(world: Path) -> list[Task]:
+    return [load_task(p) for p in sorted((world / "tasks").glob("*.json"))]
+
+
+@pytest.fixture(scope="module")
+def all_tasks(world_dirs) -> dict[str, list[Task]]:
+    return {w.name: tasks_of(w) for w in world_dirs}
+
+
+def test_tasks_are_selected_grounded_and_versioned(world_dirs, all_tasks):
+    total = 0
+    for world in world_dirs:
+        tasks = all_tasks[world.name]
+        meta = json.loads((world / "world.json").read_text())
+        contract = json.loads((world / "contract.json").read_text())
+        audit = json.loads((world / "audit.json").read_text())
+        recovered = {
+            r["id"]
+            for c in audit["checks"]
+            if c["name"] == "recoverability"
+            for r in c["details"]["phenomena"]
+            if r["within"]
+        }
+        assert sorted(t.task_id for t in tasks) == sorted(meta["tasks"])
+        assert len(tasks) <= 2 * len(contract["layers"])
+        assert len({(t.kind, t.variable) for t in tasks}) == len(tasks), "a question is asked twice"
+        observed = {p.name for p in (world / "observed").iterdir()}
+        for t in tasks:
+            total += 1
+            assert t.schema_version == "1.0" and t.world_id == world.name
+            assert set(t.files) <= observed and t.files
+            assert "_" not in t.prompt and not any(w in t.prompt.lower() for w in DEFECT_WORDS), t.prompt
+            assert any(i.polarity == "positive" for i in t.rubric) and any(i.polarity == "negative" for i in t.rubric)
+            for item in t.rubric:
+                assert item.phenomenon is None or item.phenomenon in recovered, (
+                    f"{t.task_id}: {item.id} is not backed by the audit"
+                )
+    assert total > 0
+
+
+def test_expected_reference_and_empty_answers_score_as_they_should(all_tasks):
+    for tasks in all_tasks.values():
+        for t in tasks:
+            assert grade_rules(t, t.expected_answer)["score"] == 1.0, t.task_id
+            assert grade_rules(t, t.reference_answer)["score"] >= 0.95, t.task_id
+            assert t.reference_score == grade_rules(t, t.reference_answer)["score"]
+            assert grade_rules(t, {})["score"] == 0.0
+            assert grade_rules(t, {"variable": t.variable, "drivers": "none", "effects": 3})["score"] == 0.0
+
+
+def test_naive_and_shuffled_answers_are_penalised(world_dirs, all_tasks):
+    naive_scores, negatives = [], 0
+    for world in world_dirs:
+        answers = naive_answers(world, all_tasks[world.name])
+        for t in all_tasks[world.name]:
+            graded = grade_rules(t, answers[t.task_id])
+            naive_scores.append(graded["score"])
+            negatives += any(i["decision"] for i in graded["items"] if i["polarity"] == "negative")
+    shuffled = shuffled_answers(all_tasks)
+    shuffled_scores = [grade_rules(t, shuffled[t.task_id])["score"] for ts in all_tasks.values() for t in ts]
+    assert statistics.mean(naive_scores) <= 0.5 and negatives >= len(naive_scores) // 3
+    assert statistics.mean(shuffled_scores) <= 0.2
+
+
+def test_grade_command_prints_scores_and_refuses_malformed_input(world_dirs, tmp_path):
+    task_file = next(world_dirs[0].glob("tasks/*.json"))
+    task = load_task(task_file)
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps(task.expected_answer))
+    result = subprocess.run([WORLDGEN, "grade", str(task_file), str(answer)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["score"] == 1.0 and len(out["items"]) == len(task.rubric)
+    bad_answer, bad_task = tmp_path / "bad.json", tmp_path / "task.json"
+    bad_answer.write_text("[1, 2")
+    bad_task.write_text(json.dumps({"schema_version": "1.0", "task_id": "x"}))
+    for args in (
+        [str(task_file), str(bad_answer)],
+        [str(bad_task), str(answer)],
+        [str(task_file), str(tmp_path / "none.json")],
+    ):
+        result = subprocess.run([WORLDGEN, "grade", *args], capture_output=True, text=True)
+        assert (
+            result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+        )
+
+
+# --- the Anthropic judge, against a local stand-in speaking the Messages API -----------------------------
+
+
+class StandIn(BaseHTTPRequestHandler):
+    """Answers YES when the report quotes the criterion verbatim; can fail or stall on request."""
+
+    requests: list[dict] = []
+    fail_first = 0
+    stall = 0.0
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append(body)
+        if self.path != "/v1/messages":
+            return self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": "no such path"}})
+        if type(self).fail_first > 0:
+            type(self).fail_first -= 1
+            return self._send(529, {"type": "error", "error": {"type": "overloaded_error", "message": "overloaded"}})
+        time.sleep(type(self).stall)
+        text = body["messages"][0]["content"]
+        criterion = text.split("):\n", 1)[1].split("\n\nReport:\n", 1)[0]
+        report = text.split("\n\nReport:\n", 1)[1]
+        verdict = "YES" if criterion in report else "NO"
+        self._send(
+            200,
+            {
+                "id": "msg_local",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [{"type": "text", "text": verdict}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": 1},
+            },
+        )
+
+    def _send(self, status: int, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+
+@pytest.fixture()
+def stand_in():
+    pytest.importorskip("anthropic")
+    StandIn.requests, StandIn.fail_first, StandIn.stall = [], 0, 0.0
+    server = ThreadingHTTPServer(("127.0.0.1", 0), StandIn)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _report_of(task: Task) -> str:
+    return "# Findings\n\n" + "\n".join(f"- {i.criterion}" for i in task.rubric if i.polarity == "positive")
+
+
+def test_anthropic_judge_grades_a_report_and_caches_each_decision(world_dirs, stand_in, tmp_path):
+    task = load_task(next(world_dirs[0].glob("tasks/*.json")))
+    options = {
+        "base_url": stand_in,
+        "api_key": "test-key",
+        "cache_dir": tmp_path / "cache",
+        "max_retries": 0,
+        "timeout": 5,
+    }
+    result = grade(task, None, judge="anthropic", report=_report_of(task), **options)
+    assert result["score"] == 1.0 and len(StandIn.requests) == len(task.rubric)
+    assert all(r["model"] and r["max_tokens"] == 5 for r in StandIn.requests)
+    grade(task, None, judge="anthropic", report=_report_of(task), **options)
+    assert len(StandIn.requests) == len(task.rubric), "cached decisions must not call the API again"
+    wrong = grade(task, None, judge="anthropic", report="Nothing useful here.", **options)
+    assert wrong["score"] == 0.0
+
+
+def test_anthropic_judge_retries_and_times_out_cleanly(world_dirs, stand_in, tmp_path):
+    task = load_task(next(world_dirs[0].glob("tasks/*.json")))
+    StandIn.fail_first = 2
+    result = grade(
+        task,
+        None,
+        judge="anthropic",
+        report=_report_of(task),
+        base_url=stand_in,
+        api_key="k",
+        cache_dir=tmp_path / "a",
+        max_retries=3,
+        timeout=5,
+    )
+    assert result["score"] == 1.0 and len(StandIn.requests) == len(task.rubric) + 2
+    StandIn.stall = 1.5
+    with pytest.raises(GradeError, match="anthropic judge failed"):
+        grade(
+            task,
+            None,
+            judge="anthropic",
+            report="x",
+            base_url=stand_in,
+            api_key="k",
+            cache_dir=tmp_path / "b",
+            max_retries=0,
+            timeout=0.3,
+        )
+
+
+def test_anthropic_judge_from_the_command_line(world_dirs, stand_in, tmp_path):
+    task_file = next(world_dirs[0].glob("tasks/*.json"))
+    report = tmp_path / "report.md"
+    report.write_text(_report_of(load_task(task_file)))
+    env = {"PATH": "/usr/bin:/bin", "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": stand_in, "HOME": str(tmp_path)}
+    result = subprocess.run(
+        [WORLDGEN, "grade", str(task_file), "--report", str(report), "--judge", "anthropic"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["score"] == 1.0
+    missing_key = subprocess.run(
+        [WORLDGEN, "grade", str(task_file), "--report", str(report), "--judge", "anthropic"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    assert missing_key.returncode == 2 and "ANTHROPIC_API_KEY" in missing_key.stderr
