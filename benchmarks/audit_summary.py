@@ -14,6 +14,8 @@ from pathlib import Path
 
 def main(out: Path) -> None:
     worlds = sorted(p for p in (out / "worlds").iterdir() if (p / "audit.json").is_file())
+    if not worlds:
+        sys.exit(f"no audited worlds under {out}")
     failing, missed, kinds = Counter(), Counter(), Counter()
     passed = 0
     for world in worlds:

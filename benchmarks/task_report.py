@@ -16,8 +16,10 @@ from rubrics.grade import grade_rules
 from rubrics.model import Task
 
 
-def main(out: Path) -> None:
+def main(out: Path, n: int | None = None) -> None:
     worlds = sorted(p for p in (out / "worlds").iterdir() if (p / "tasks").is_dir())
+    if n is not None:
+        worlds = [w for w in worlds if json.loads((w / "world.json").read_text())["index"] < n]
     tasks_by_world = {
         w.name: [Task.model_validate_json(f.read_text()) for f in sorted((w / "tasks").glob("*.json"))] for w in worlds
     }
@@ -58,4 +60,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "output"))
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "output"), int(sys.argv[2]) if len(sys.argv) > 2 else None)

@@ -462,7 +462,12 @@ def seal(contract: Contract, state: CanonicalState) -> Contract:
                 continue
             ph.target = round(deltas[parent] / total, 6)
         keep.append(ph)
-    sealed.phenomena = edge_phenomena(sealed, _standard_errors(sealed, state)) + keep
+    errors = _standard_errors(sealed, state)
+    for ph in keep:  # a share is only as precise as the effects it is computed from
+        se = errors.get(f"share:{ph.variables[0]}->{ph.variables[1]}") if ph.kind == "attribution" else None
+        if se is not None and np.isfinite(se):
+            ph.tolerance = max(ph.tolerance, round(3 * se, 6))
+    sealed.phenomena = edge_phenomena(sealed, errors) + keep
     for entity in sealed.entities:
         entity.count = len(state.column(entity.table, entity.key))
     sealed.sealed = True
@@ -471,34 +476,67 @@ def seal(contract: Contract, state: CanonicalState) -> Contract:
 
 
 def _standard_errors(contract: Contract, state: CanonicalState) -> dict[str, float]:
-    """Standard error of each edge's effect size when a child is regressed on its parents' true contributions.
+    """Standard errors of each edge's effect size and of each attribution share, as the data allow them.
 
-    Each contribution column has coefficient 1; its standard error, scaled by the planted effect, is the
-    precision the data allow for that effect given noise and correlated parents.
+    The child is regressed on its parents' true contributions (coefficient 1 each), with a categorical
+    parent expanded into one column per level as an analyst must estimate it. A column's standard error,
+    scaled by the planted effect, is the precision of that effect; shares get theirs by the delta method.
     """
     out: dict[str, float] = {}
     variables = {v.name: v for v in contract.variables}
     edges = {(e.parent, e.child): e for e in contract.edges}
+    half = contract.timeline.periods // 2
     for child, contributions in state.contributions.items():
         v = variables[child]
         y = state.column(_table(v), child).astype(float).reshape(-1)
+        day = focus_series(contract, state, child)[1]
         parents = sorted(contributions)
-        X = np.column_stack([np.ones_like(y)] + [contributions[p].reshape(-1) for p in parents])
+        columns, owner = [np.ones_like(y)], [None]
+        for parent in parents:
+            c = contributions[parent].reshape(-1)
+            if edges[(parent, child)].kind == "categorical":
+                for value in np.unique(c)[1:]:
+                    columns.append((c == value).astype(float))
+                    owner.append(parent + "#level")
+            else:
+                columns.append(c)
+                owner.append(parent)
+        X = np.column_stack(columns)
         ok = np.isfinite(X).all(axis=1) & np.isfinite(y)
-        X, y = X[ok], y[ok]
-        if len(y) <= X.shape[1] + 2:
+        if ok.sum() <= X.shape[1] + 2:
             continue
-        coef, *_ = np.linalg.lstsq(X, y, rcond=None)
-        sigma2 = float(np.sum((y - X @ coef) ** 2)) / (len(y) - X.shape[1])
+        Xo, yo = X[ok], y[ok]
+        coef, *_ = np.linalg.lstsq(Xo, yo, rcond=None)
+        sigma2 = float(np.sum((yo - Xo @ coef) ** 2)) / (len(yo) - X.shape[1])
         try:
-            cov = sigma2 * np.linalg.inv(X.T @ X)
+            cov = sigma2 * np.linalg.pinv(Xo.T @ Xo)
         except np.linalg.LinAlgError:
             continue
-        for j, parent in enumerate(parents, start=1):
-            e = edges[(parent, child)]
-            size = _effect_size(e)
+        level_cols = {}
+        for j, name in enumerate(owner):
+            if name is None:
+                continue
+            if name.endswith("#level"):
+                level_cols.setdefault(name[:-6], []).append(j)
+                continue
+            size = _effect_size(edges[(name, child)])
             if size is not None:
-                out[f"{parent}->{child}"] = float(np.sqrt(max(cov[j, j], 0.0)) * abs(size))
+                out[f"{name}->{child}"] = float(np.sqrt(max(cov[j, j], 0.0)) * abs(size))
+        for parent, cols in level_cols.items():  # a level-shift range: the noisiest level's error, twice over
+            out[f"{parent}->{child}"] = float(2 * np.sqrt(max(cov[j, j] for j in cols)))
+        # Shares: s_p = D_p / sum D with D_p = b_p d_p (b_p = 1 for the true model); delta method on b.
+        single = [(j, name) for j, name in enumerate(owner) if name is not None and not name.endswith("#level")]
+        if not single:
+            continue
+        d = np.array([float(X[ok & (day >= half), j].mean() - X[ok & (day < half), j].mean()) for j, _ in single])
+        total = d.sum()
+        if abs(total) < 1e-12:
+            continue
+        sub = cov[np.ix_([j for j, _ in single], [j for j, _ in single])]
+        for k, (_, name) in enumerate(single):
+            grad = -d[k] * d / total**2
+            grad[k] += d[k] / total
+            out[f"share:{name}->{child}"] = float(np.sqrt(max(grad @ sub @ grad, 0.0)))
     return out
 
 
