@@ -218,5 +218,20 @@ def repair_unit_drift(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     if factor is None:
         return frame
     from_day = int(daily["day"][best])
+    if "unit_id" in frame.columns and not _every_unit_switches(frame, column, from_day, factor):
+        return frame  # a lever changed for some units (a policy), not the unit of the whole system
     fixed = pl.when(pl.col("day") >= from_day).then(pl.col(column) / factor).otherwise(pl.col(column))
     return frame.with_columns(fixed.cast(pl.Float64).alias(column))
+
+
+def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> bool:
+    """A system migration changes every unit's numbers by the same factor on the same day."""
+    window = frame.filter((pl.col("day") >= from_day - 14) & (pl.col("day") < from_day + 14) & (pl.col(column) > 0))
+    per_unit = window.group_by("unit_id").agg(
+        pl.col(column).filter(pl.col("day") < from_day).median().alias("before"),
+        pl.col(column).filter(pl.col("day") >= from_day).median().alias("after"),
+    ).drop_nulls()
+    if per_unit.height == 0:
+        return False
+    ratio = np.log(per_unit["after"].to_numpy() / per_unit["before"].to_numpy())
+    return float(np.mean(np.abs(ratio - np.log(factor)) < 0.25)) >= 0.8

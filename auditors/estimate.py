@@ -85,6 +85,9 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
             if g == "event":  # days without events have no mean: an analyst imputes the overall mean
                 panel = np.where(np.isnan(panel), np.nanmean(panel), panel)
             panels[p] = panel
+            if g == "event" and grain == "panel":
+                aligned[p] = panel[uidx, day]
+                continue
         if g == "event" and grain == "event" and p in base.columns:
             aligned[p] = base[p].cast(pl.Float64).to_numpy()
         elif p in panels:
