@@ -234,4 +234,5 @@ def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor
     if per_unit.height == 0:
         return False
     ratio = np.log(per_unit["after"].to_numpy() / per_unit["before"].to_numpy())
-    return float(np.mean(np.abs(ratio - np.log(factor)) < 0.25)) >= 0.8
+    step = np.log(factor)
+    return float(np.mean((np.sign(ratio) == np.sign(step)) & (np.abs(ratio) > 0.5 * abs(step)))) >= 0.8
