@@ -138,7 +138,8 @@ class ChildModel:
                 panel = rows.panels.get(e.parent)
                 if panel is None:
                     return np.full((len(rows.y), 1), np.nan)
-                lagged = np.full_like(panel, np.nan)
+                # Before the first `lag` days the cause is unobserved: hold it at its mean, as the generation does.
+                lagged = np.full_like(panel, np.nanmean(panel))
                 lagged[:, lag:] = panel[:, : panel.shape[1] - lag] if lag else panel
                 return lagged[rows.unit_index, rows.day][:, None]
             case "interaction":

@@ -137,6 +137,7 @@ def _variable(pack: DomainPack, name: str) -> Variable:
         role=v.role,
         system=v.system,
         layer=0,
+        decimals=v.decimals,
     )
 
 
@@ -528,7 +529,7 @@ def _phenomena(contract: Contract, pack: DomainPack) -> list[Phenomenon]:
                     statistic="share_of_change",
                     variables=[parent, node],
                     edge=f"{parent}->{node}",
-                    tolerance=0.1,
+                    tolerance=0.15,
                     files=sorted({file_of(contract, parent), file_of(contract, node)}),
                     description=f"share of the H1->H2 change in {node} explained by {parent}",
                 )
