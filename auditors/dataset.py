@@ -227,10 +227,14 @@ def repair_unit_drift(frame: pl.DataFrame, column: str) -> pl.DataFrame:
 def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> bool:
     """A system migration changes every unit's numbers by the same factor on the same day."""
     window = frame.filter((pl.col("day") >= from_day - 14) & (pl.col("day") < from_day + 14) & (pl.col(column) > 0))
-    per_unit = window.group_by("unit_id").agg(
-        pl.col(column).filter(pl.col("day") < from_day).median().alias("before"),
-        pl.col(column).filter(pl.col("day") >= from_day).median().alias("after"),
-    ).drop_nulls()
+    per_unit = (
+        window.group_by("unit_id")
+        .agg(
+            pl.col(column).filter(pl.col("day") < from_day).median().alias("before"),
+            pl.col(column).filter(pl.col("day") >= from_day).median().alias("after"),
+        )
+        .drop_nulls()
+    )
     if per_unit.height == 0:
         return False
     ratio = np.log(per_unit["after"].to_numpy() / per_unit["before"].to_numpy())

@@ -175,7 +175,9 @@ def run_build(cfg: BuildConfig, on_world: Callable[[dict], None] | None = None) 
             # spawn, not fork: forking after polars has started its thread pool can deadlock the children.
             context = multiprocessing.get_context("spawn")
             # Worlds are the unit of parallelism; one polars thread per worker avoids oversubscribing cores.
-            os.environ.setdefault("POLARS_MAX_THREADS", str(max(1, (os.cpu_count() or 1) // cfg.workers)))
+            threads = str(max(1, (os.cpu_count() or 1) // cfg.workers))
+            for knob in ("POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+                os.environ.setdefault(knob, threads)  # BLAS threads too: the audit's regressions would oversubscribe
             with ProcessPoolExecutor(max_workers=cfg.workers, mp_context=context) as pool_exec:
                 futures = [pool_exec.submit(_build_one, *job) for job in jobs]
                 for future in as_completed(futures):
