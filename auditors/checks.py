@@ -203,8 +203,12 @@ def parse_observed(world: World, d: Deliverable, frame: pl.DataFrame) -> pl.Data
     return frame.with_columns(exprs) if exprs else frame
 
 
+def _rows(ranges: list[list[int]]) -> np.ndarray:
+    return np.concatenate([np.arange(a, b) for a, b in ranges]) if ranges else np.zeros(0, dtype=np.int64)
+
+
 def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
-    """The auditor's own inverse of each recorded defect, applied in reverse order."""
+    """The auditor's own inverse of each recorded defect, applied in reverse order (vectorised)."""
     for r in reversed(records):
         kind = r["kind"]
         if kind == "duplicates":
@@ -213,29 +217,28 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
             frame = frame.filter(pl.Series(keep))
             continue
         column = r["column"]
-        values = frame[column].to_list()
+        numeric = frame.schema[column].is_numeric()
+        values = frame[column].cast(pl.Float64).to_numpy().copy() if numeric else np.array(frame[column].to_list(), dtype=object)
         if kind == "id_variants":
             for row, original, _shown, _how in r["changes"]:
                 values[row] = original
         elif kind == "missing":
-            for row, original in zip(r["rows"], r["values"], strict=True):
-                values[row] = original
+            if r["rows"]:
+                values[np.array(r["rows"])] = np.array([np.nan if v is None else v for v in r["values"]] if numeric else r["values"], dtype=values.dtype)
         elif kind == "delay":
-            for row, days in zip(r["rows"], r["days"], strict=True):
-                values[row] = values[row] - days * r.get("step", 1)
+            values[np.array(r["rows"], dtype=np.int64)] -= np.array(r["days"], dtype=float) * r.get("step", 1)
         elif kind == "unit_drift":
-            for a, b in r["row_ranges"]:
-                for row in range(a, b):
-                    values[row] = round(values[row] / r["factor"], r["decimals"])
+            rows = _rows(r["row_ranges"])
+            values[rows] = np.round(values[rows] / r["factor"], r["decimals"])
         elif kind == "schema_drift":
-            new = frame[r["new_column"]].to_list()
-            for a, b in r["row_ranges"]:
-                for row in range(a, b):
-                    values[row] = new[row]
+            rows = _rows(r["row_ranges"])
+            new = frame[r["new_column"]]
+            new = new.cast(pl.Float64).to_numpy() if numeric else np.array(new.to_list(), dtype=object)
+            values[rows] = new[rows]
             frame = frame.drop(r["new_column"])
         else:
             raise ValueError(f"unknown defect kind {kind!r}")
-        frame = frame.with_columns(pl.Series(column, values, strict=False))
+        frame = frame.with_columns(pl.Series(column, values, strict=False, nan_to_null=numeric))
     return frame
 
 
