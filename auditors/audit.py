@@ -131,7 +131,10 @@ def audit_world(path: Path, write: bool = True) -> dict:
         "checks": [{"name": c.name, "status": c.status, "reason": c.reason, "details": c.details} for c in checks],
     }
     if write:
-        (path / "audit.json").write_text(json.dumps(report, indent=1, allow_nan=False, default=str) + "\n")
+        try:
+            (path / "audit.json").write_text(json.dumps(report, indent=1, allow_nan=False, default=str) + "\n")
+        except (OSError, ValueError) as exc:
+            raise WorldFormatError(f"{path}: cannot write audit.json ({exc})") from None
     report["seconds"] = round(time.perf_counter() - started, 3)  # returned, never written: audits stay byte-identical
     report["seconds_by_check"] = clock
     return report

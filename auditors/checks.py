@@ -114,6 +114,9 @@ def check_invariants(world: World) -> Check:
         if df is None or any(c not in df.columns for c in cols):
             failed.append(f"{inv.id}: {inv.table}.{inv.column} missing")
             continue
+        if any(df[c].null_count() or (df[c].dtype.is_float() and df[c].is_nan().any()) for c in cols):
+            failed.append(f"{inv.id}: blank or NaN values in {inv.table}.{inv.column}")
+            continue
         match inv.kind:
             case "unique_key":
                 ok = df.select(cols).is_duplicated().sum() == 0
@@ -203,6 +206,10 @@ def parse_observed(world: World, d: Deliverable, frame: pl.DataFrame) -> pl.Data
     return frame.with_columns(exprs) if exprs else frame
 
 
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
 def _rows(ranges: list[list[int]]) -> np.ndarray:
     return np.concatenate([np.arange(a, b) for a, b in ranges]) if ranges else np.zeros(0, dtype=np.int64)
 
@@ -212,19 +219,33 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
     for r in reversed(records):
         kind = r["kind"]
         if kind == "duplicates":
+            inserted = r["inserted_at"]
+            if inserted and max(inserted) >= frame.height:
+                raise ValueError(f"recorded duplicate rows beyond the file's {frame.height} rows")
             keep = np.ones(frame.height, dtype=bool)
             keep[r["inserted_at"]] = False
             frame = frame.filter(pl.Series(keep))
             continue
         column = r["column"]
         numeric = frame.schema[column].is_numeric()
-        values = frame[column].cast(pl.Float64).to_numpy().copy() if numeric else np.array(frame[column].to_list(), dtype=object)
+        values = (
+            frame[column].cast(pl.Float64).to_numpy().copy()
+            if numeric
+            else np.array(frame[column].to_list(), dtype=object)
+        )
         if kind == "id_variants":
-            for row, original, _shown, _how in r["changes"]:
+            for row, original, shown, _how in r["changes"]:
+                if values[row] != shown:
+                    raise ValueError(f"{column} row {row} should read {shown!r} as recorded, reads {values[row]!r}")
                 values[row] = original
         elif kind == "missing":
+            present = [row for row in r["rows"] if not _blank(values[row])]
+            if present:
+                raise ValueError(f"{column} row {present[0]} is recorded as blanked but holds {values[present[0]]!r}")
             if r["rows"]:
-                values[np.array(r["rows"])] = np.array([np.nan if v is None else v for v in r["values"]] if numeric else r["values"], dtype=values.dtype)
+                values[np.array(r["rows"])] = np.array(
+                    [np.nan if v is None else v for v in r["values"]] if numeric else r["values"], dtype=values.dtype
+                )
         elif kind == "delay":
             values[np.array(r["rows"], dtype=np.int64)] -= np.array(r["days"], dtype=float) * r.get("step", 1)
         elif kind == "unit_drift":
@@ -232,6 +253,8 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
             values[rows] = np.round(values[rows] / r["factor"], r["decimals"])
         elif kind == "schema_drift":
             rows = _rows(r["row_ranges"])
+            if len(rows) and not all(_blank(v) for v in values[rows]):
+                raise ValueError(f"{column} should be empty after its rename to {r['new_column']}, but holds values")
             new = frame[r["new_column"]]
             new = new.cast(pl.Float64).to_numpy() if numeric else np.array(new.to_list(), dtype=object)
             values[rows] = new[rows]

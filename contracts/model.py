@@ -154,8 +154,8 @@ class Phenomenon(_Model):
         default=None, description="table.column of a measure outside the DAG, e.g. events.amount"
     )
     edge: str | None = Field(default=None, description="'parent->child' for edge effects")
-    target: float | None = Field(default=None, description="set when the contract is sealed")
-    tolerance: float = Field(gt=0)
+    target: float | None = Field(default=None, description="set when the contract is sealed", allow_inf_nan=False)
+    tolerance: float = Field(gt=0, allow_inf_nan=False)
     files: list[str] = Field(min_length=1)
     description: str
 

@@ -32,10 +32,17 @@ def load_task(path: Path) -> Task:
             f"{path}: task schema_version {raw.get('schema_version')!r} is not the supported {TASK_SCHEMA_VERSION!r}"
         )
     try:
-        return Task.model_validate(raw)
+        task = Task.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise GradeError(f"{path}: not a task: field {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    if "$ref" in json.dumps(task.answer_schema) or "$dynamicRef" in json.dumps(task.answer_schema):
+        raise GradeError(f"{path}: answer_schema may not reference other documents (grading stays offline)")
+    try:
+        jsonschema.Draft202012Validator.check_schema(task.answer_schema)
+    except jsonschema.SchemaError as exc:
+        raise GradeError(f"{path}: answer_schema is not a valid JSON Schema: {exc.message[:120]}") from None
+    return task
 
 
 def load_answer(path: Path) -> dict[str, Any]:
@@ -53,10 +60,34 @@ def schema_problems(task: Task, answer: dict[str, Any]) -> list[str]:
     return [f"{'/'.join(map(str, e.path)) or '(root)'}: {e.message}" for e in validator.iter_errors(answer)][:10]
 
 
+def sanitise(task: Task, answer: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Drop list entries the schema rejects and repeated variables (the first entry counts), reporting both."""
+    problems = schema_problems(task, answer)
+    clean = dict(answer)
+    for key in ("drivers", "effects"):
+        entries = answer.get(key)
+        if not isinstance(entries, list):
+            continue
+        item_schema = task.answer_schema.get("properties", {}).get(key, {}).get("items", {})
+        validator = jsonschema.Draft202012Validator(item_schema)
+        kept, seen = [], set()
+        for entry in entries:
+            if not validator.is_valid(entry):
+                continue
+            if entry["variable"] in seen:
+                problems.append(f"{key}: {entry['variable']!r} listed more than once; only the first entry counts")
+                continue
+            seen.add(entry["variable"])
+            kept.append(entry)
+        clean[key] = kept
+    return clean, problems
+
+
 def grade_rules(task: Task, answer: dict[str, Any]) -> dict[str, Any]:
     """Deterministic grading of the structured answer; items the answer does not address simply do not hold."""
-    decisions = {item.id: holds(item.check, answer) for item in task.rubric}
-    return _result(task, decisions, schema_problems(task, answer))
+    clean, problems = sanitise(task, answer)
+    decisions = {item.id: holds(item.check, clean) for item in task.rubric}
+    return _result(task, decisions, problems)
 
 
 def _result(task: Task, decisions: dict[str, bool], problems: list[str]) -> dict[str, Any]:

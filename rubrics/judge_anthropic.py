@@ -40,7 +40,7 @@ class AnthropicJudge:
             ) from None
         key = api_key or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
-            raise GradeError("the anthropic judge needs ANTHROPIC_API_KEY (or --api-key)")
+            raise GradeError("the anthropic judge needs ANTHROPIC_API_KEY in the environment")
         self.model = model or os.environ.get("WORLDGEN_JUDGE_MODEL", DEFAULT_MODEL)
         self.errors = (anthropic.APIError,)
         self.client = anthropic.Anthropic(

@@ -24,10 +24,11 @@ class Check(BaseModel):
     - sign: the number at `path` has the sign of `expected` (negatives use the opposite sign).
     - named: the list at `path` holds an entry whose `variable` is `variable` (with `direction`, if set).
     - entry_number: that entry's `field` lies within `tolerance` of `expected`.
+    - named_outside: the list at `path` names some variable not in `allowed`.
     """
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["number", "sign", "named", "entry_number"]
+    kind: Literal["number", "sign", "named", "entry_number", "named_outside"]
     path: str
     expected: float | None = None
     tolerance: float | None = None
@@ -35,6 +36,7 @@ class Check(BaseModel):
     variable: str | None = None
     direction: Literal["+", "-"] | None = None
     field: str | None = None
+    allowed: list[str] | None = None
 
 
 class RubricItem(BaseModel):
@@ -75,9 +77,13 @@ def lookup(answer: Any, path: str) -> Any:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _entry(answer: Any, check: Check) -> dict | None:
@@ -107,6 +113,12 @@ def holds(check: Check, answer: Any) -> bool:
         case "named":
             entry = _entry(answer, check)
             return entry is not None and (check.direction is None or entry.get("direction") == check.direction)
+        case "named_outside":
+            entries = lookup(answer, check.path)
+            allowed = set(check.allowed or [])
+            return isinstance(entries, list) and any(
+                isinstance(e, dict) and e.get("variable") not in allowed for e in entries
+            )
         case "entry_number":
             entry = _entry(answer, check)
             value = _number(entry.get(check.field)) if entry and check.field else None

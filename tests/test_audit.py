@@ -107,7 +107,22 @@ def change_a_target(world: Path) -> None:
     (world / "contract.json").write_text(json.dumps(raw, indent=2))
 
 
+def record_a_defect_never_applied(world: Path) -> None:
+    """projection.json claims a cell was blanked that the file still holds."""
+    record = json.loads((world / "projection.json").read_text())
+    for f in record["files"]:
+        for defect in f["defects"]:
+            if defect["kind"] == "missing":
+                row = next(r for r in range(10_000) if r not in set(defect["rows"]))
+                defect["rows"].append(row)
+                defect["values"].append(0.0)
+                (world / "projection.json").write_text(json.dumps(record))
+                return
+    raise AssertionError("no missing-value defect to tamper with")
+
+
 MUTATIONS = {
+    "defect-recorded-but-not-applied": (record_a_defect_never_applied, "projection"),
     "edge-child-permuted-in-X": (permute_edge_child, "edges"),
     "observed-file-deleted": (delete_observed, "projection"),
     "observed-file-truncated": (truncate_observed, "projection"),

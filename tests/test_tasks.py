@@ -85,6 +85,20 @@ def test_naive_and_shuffled_answers_are_penalised(world_dirs, all_tasks):
     assert statistics.mean(shuffled_scores) <= 0.2
 
 
+def test_listing_every_variable_or_junk_does_not_pay(world_dirs, all_tasks):
+    for world in world_dirs:
+        names = [v["name"] for v in json.loads((world / "contract.json").read_text())["variables"]]
+        for t in all_tasks[world.name]:
+            key = "drivers" if t.kind == "cause" else "effects"
+            everything = dict(t.expected_answer)
+            listed = {e["variable"] for e in everything[key]}
+            everything[key] = everything[key] + [{"variable": n, "direction": "+"} for n in names if n not in listed]
+            everything[key] += [{"variable": "junk"}, 42, {"variable": names[0], "direction": "-"}]
+            graded = grade_rules(t, everything)
+            assert graded["score"] < 1.0, f"{t.task_id}: listing every variable must cost something"
+            assert graded["schema_problems"], "junk entries are reported"
+
+
 def test_grade_command_prints_scores_and_refuses_malformed_input(world_dirs, tmp_path):
     task_file = next(world_dirs[0].glob("tasks/*.json"))
     task = load_task(task_file)

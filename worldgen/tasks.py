@@ -207,7 +207,8 @@ def _cause(node, contract, graph, edges, phenomena, recovered, raw, directions):
             )
         )
     parents = set(graph.predecessors(node))
-    siblings = {c for p in parents for c in graph.successors(p)} - {node} - parents - set(nx.descendants(graph, node))
+    ancestors = set(nx.ancestors(graph, node))
+    siblings = {c for p in parents for c in graph.successors(p)} - {node} - ancestors - set(nx.descendants(graph, node))
     for sibling in sorted(siblings):
         rubric.append(
             RubricItem(
@@ -219,6 +220,8 @@ def _cause(node, contract, graph, edges, phenomena, recovered, raw, directions):
                 check=Check(kind="named", path="drivers", variable=sibling),
             )
         )
+    related = ancestors | set(nx.descendants(graph, node)) | siblings | {node}
+    rubric.append(_unrelated_item("drivers", sorted(related), f"a cause of {label(node)}"))
     if abs(change.target) > change.tolerance:
         rubric.append(
             RubricItem(
@@ -328,6 +331,8 @@ def _consequence(node, contract, graph, edges, phenomena, recovered, raw, direct
         )
     if len(effects) < 1:
         return None
+    related = set(nx.ancestors(graph, node)) | set(nx.descendants(graph, node)) | {node}
+    rubric.append(_unrelated_item("effects", sorted(related), f"affected by {label(node)}"))
     for parent in sorted(nx.ancestors(graph, node)):
         rubric.append(
             RubricItem(
@@ -340,6 +345,18 @@ def _consequence(node, contract, graph, edges, phenomena, recovered, raw, direct
             )
         )
     return rubric, {"variable": node, "effects": effects}, {"variable": node, "effects": ref_effects}, files
+
+
+def _unrelated_item(path: str, related: list[str], role: str) -> RubricItem:
+    """One penalty for naming, as {role}, any variable with no causal path to the question's variable."""
+    return RubricItem(
+        id="unrelated",
+        polarity="negative",
+        kind="insight",
+        points=2.0,
+        criterion=f"Names as {role} a variable that has no causal connection to it (listing everything is not an analysis).",
+        check=Check(kind="named_outside", path=path, allowed=related),
+    )
 
 
 def answer_schema(kind: str, variables: list[str]) -> dict:
