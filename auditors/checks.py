@@ -49,7 +49,35 @@ def check_contract(world: World) -> Check:
     if world.contract is None:
         return _bad("contract", world.contract_error or "invalid contract")
     c = world.contract
+    loose = [ph.id for ph in c.phenomena if not _tolerance_is_a_finding(ph, c)]
+    if loose:
+        return _bad(
+            "contract", f"{len(loose)} phenomenon tolerance(s) too loose to be a finding, e.g. {loose[0]}", loose=loose
+        )
     return _ok("contract", f"schema-valid, acyclic, {len(c.layers)} layers by longest-path depth, {len(c.edges)} edges")
+
+
+SIGNED = {"slope", "log_slope", "per_capacity_slope", "interaction_coefficient", "level_shift_range"}
+ABSOLUTE_BOUNDS = {
+    "relative_change_h2_vs_h1": 0.1,
+    "share_of_change": 0.3,
+    "lag_periods": 3.0,
+    "seasonal_amplitude": 0.3,
+}
+
+
+def _tolerance_is_a_finding(ph, contract: Contract) -> bool:
+    """A tolerance wide enough to accept 'no effect' or any location makes a phenomenon unfalsifiable."""
+    if ph.target is None:
+        return False
+    if ph.statistic in SIGNED:
+        return ph.tolerance < abs(ph.target)
+    if ph.statistic in ABSOLUTE_BOUNDS:
+        return ph.tolerance <= ABSOLUTE_BOUNDS[ph.statistic]
+    if ph.statistic in {"threshold_location", "half_saturation"} and ph.edge:
+        edge = next((e for e in contract.edges if f"{e.parent}->{e.child}" == ph.edge), None)
+        return edge is not None and ph.tolerance <= edge.params.get("parent_sd", 0.0)
+    return False
 
 
 def check_ledger(world: World) -> Check:

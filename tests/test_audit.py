@@ -121,7 +121,16 @@ def record_a_defect_never_applied(world: Path) -> None:
     raise AssertionError("no missing-value defect to tamper with")
 
 
+def inflate_a_tolerance(world: Path) -> None:
+    """A tolerance so wide that 'no effect at all' would count as recovering the effect."""
+    raw = json.loads((world / "contract.json").read_text())
+    ph = next(p for p in raw["phenomena"] if p["kind"] == "edge_effect")
+    ph["tolerance"] = abs(ph["target"]) * 1e6 + 1e6
+    (world / "contract.json").write_text(json.dumps(raw, indent=2))
+
+
 MUTATIONS = {
+    "tolerance-inflated": (inflate_a_tolerance, "contract"),
     "defect-recorded-but-not-applied": (record_a_defect_never_applied, "projection"),
     "edge-child-permuted-in-X": (permute_edge_child, "edges"),
     "observed-file-deleted": (delete_observed, "projection"),
