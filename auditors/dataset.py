@@ -122,12 +122,11 @@ def from_observed(world: World, clean: bool = True) -> Dataset:
     counts = events.group_by("unit_id", "day").len(name=volume)
     panel = grid.join(counts, on=["unit_id", "day"], how="left").with_columns(pl.col(volume).fill_null(0))
     for _, frame in by_grain.get("panel", []):
+        # One row per unit and day is needed to join at all; a raw analysis just keeps the first.
+        frame = frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True)
         if clean:
-            frame = frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True)
             for column in [c for c in frame.columns if c not in ("unit_id", "day")]:
                 frame = repair_unit_drift(frame, column)
-        else:
-            frame = frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True)
         panel = panel.join(frame, on=["unit_id", "day"], how="left")
     for _, frame in by_grain.get("schedule", []):
         panel = _expand_schedule(panel, frame)

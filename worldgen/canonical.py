@@ -119,7 +119,7 @@ def generate(
                 v = variables[name]
                 if v.grain == "event":
                     _ensure_events_in(outputs, state, grid)
-                values = _draw(v, parents_of[name], variables, state, outputs, grid, contract, pack, rng, True)
+                values = _draw(v, parents_of[name], variables, state, outputs, grid, contract, pack, rng)
                 if v.role == "volume":
                     counts = rng.poisson(values).astype(np.int64)
                     outputs.setdefault("panel", {})[name] = counts.reshape(-1)
@@ -238,7 +238,6 @@ def _draw(
     contract: Contract,
     pack: DomainPack,
     rng: np.random.Generator,
-    keep_contributions: bool,
 ) -> np.ndarray:
     """One variable on its grid: a root pattern, or mean + sum of edge contributions + noise."""
     if not edges:
@@ -249,8 +248,7 @@ def _draw(
         total = np.full(grid.shape(v.grain), v.mean)
         for e in sorted(edges, key=lambda e: e.parent):
             contribution = _contribution(e, v, variables, state, outputs, grid, pack, rng)
-            if keep_contributions:
-                state.contributions.setdefault(v.name, {})[e.parent] = contribution
+            state.contributions.setdefault(v.name, {})[e.parent] = contribution  # for targets and tolerances
             total = total + contribution
         values = total if v.role == "volume" else total + rng.normal(0, NOISE * v.sd, total.shape)
     lo = v.min if v.min is not None else -np.inf
@@ -318,10 +316,10 @@ def _contribution(
     parent = variables[e.parent]
     x = _grid_values(e.parent, variables, state, outputs, grid)
     extra: dict[str, Scale] = {}
+    capacity = state.column("units", pack.entities.unit.capacity.name).astype(float)
     if e.kind == "interaction":
         extra["moderator"] = _realised(e.params["moderator"], variables, state, outputs, grid)
     if e.kind == "ratio":
-        capacity = state.column("units", pack.entities.unit.capacity.name).astype(float)
         extra["denominator"] = Scale(mean=float(capacity.mean()), sd=float(capacity.std()) or 1.0)
     params = resolve_params(e, _realised(e.parent, variables, state, outputs, grid, child.grain), extra)
     state.params[f"{e.parent}->{e.child}"] = params
@@ -338,7 +336,6 @@ def _contribution(
         m = _grid_values(moderator.name, variables, state, outputs, grid)
         inputs["moderator"] = grid.align(m, moderator.grain, child.grain, fill=params["moderator_center"])
     if e.kind == "ratio":
-        capacity = state.column("units", pack.entities.unit.capacity.name).astype(float)
         inputs["denominator"] = grid.align(capacity, "unit", child.grain)
     return mechanism.apply(inputs, params, rng)
 
@@ -423,8 +420,8 @@ def _events(
     }
 
 
-def focus_series(contract: Contract, state: CanonicalState, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """The focus variable's values and their periods, on the grain an analyst would average."""
+def grain_series(contract: Contract, state: CanonicalState, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A variable's values and their periods, on the grain an analyst would average (events or unit-days)."""
     v = next(x for x in contract.variables if x.name == name)
     if v.grain == "event":
         return state.column("events", name).astype(float), state.column("events", "day")
@@ -448,13 +445,13 @@ def seal(contract: Contract, state: CanonicalState) -> Contract:
                 table, column = ph.column.split(".", 1)
                 values, day = state.column(table, column).astype(float), state.column(table, "day")
             else:
-                values, day = focus_series(contract, state, ph.variables[0])
+                values, day = grain_series(contract, state, ph.variables[0])
             a, b = float(values[day < half].mean()), float(values[day >= half].mean())
             ph.target = round((b - a) / a, 6) if a else 0.0
             ph.description += f" (H1 mean {a:.4g}, H2 mean {b:.4g})"
         elif ph.kind == "attribution":
             parent, child = ph.variables
-            deltas = _deltas(state.contributions[child], focus_series(contract, state, child)[1], half)
+            deltas = _deltas(state.contributions[child], grain_series(contract, state, child)[1], half)
             total = sum(deltas.values())
             # Shares are only a finding when the change is material and its drivers do not largely cancel
             # (otherwise "explains 500% of the change" is noise over noise).
@@ -489,7 +486,7 @@ def _standard_errors(contract: Contract, state: CanonicalState) -> dict[str, flo
     for child, contributions in state.contributions.items():
         v = variables[child]
         y = state.column(_table(v), child).astype(float).reshape(-1)
-        day = focus_series(contract, state, child)[1]
+        day = grain_series(contract, state, child)[1]
         parents = sorted(contributions)
         columns, owner = [np.ones_like(y)], [None]
         for parent in parents:

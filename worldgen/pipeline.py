@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import polars as pl
+
 from auditors import audit_world
 from contracts.hashing import column_sha256, file_sha256
 from contracts.model import SCHEMA_VERSION, Contract, Persona
@@ -117,8 +119,6 @@ def _write_world(
     (root / "observed").mkdir()
     (root / "tasks").mkdir()
     dump_json(root / "contract.json", contract.model_dump(mode="json"))
-    import polars as pl
-
     for table, columns in state.tables.items():
         write_parquet(
             pl.DataFrame({k: v for k, v in columns.items()}, strict=False), root / "canonical" / f"{table}.parquet"

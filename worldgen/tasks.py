@@ -17,7 +17,7 @@ import jinja2
 import networkx as nx
 import numpy as np
 
-from contracts.model import Contract
+from contracts.model import Contract, Phenomenon
 from rubrics.grade import grade_rules
 from rubrics.model import Check, RubricItem, Task
 from worldgen.contract import task_nodes
@@ -118,16 +118,14 @@ def _cause(node, contract, graph, edges, phenomena, recovered, raw, directions):
     change = phenomena[change_id]
     files = set(change.files)
     rubric = [
-        RubricItem(
-            id="change",
-            polarity="positive",
-            kind="computation",
-            points=2.0,
-            phenomenon=change_id,
-            criterion=f"States that mean {label(node)} changed by {change.target:+.1%} from H1 to H2 (within {change.tolerance:.0%} points).",
-            check=Check(
-                kind="number", path="change.relative_change", expected=change.target, tolerance=change.tolerance
-            ),
+        _item(
+            "positive",
+            "computation",
+            "change",
+            2.0,
+            f"States that mean {label(node)} changed by {change.target:+.1%} from H1 to H2 (within {change.tolerance:.0%} points).",
+            Check(kind="number", path="change.relative_change", expected=change.target, tolerance=change.tolerance),
+            change_id,
         )
     ]
     expected = {"variable": node, "change": {"relative_change": change.target}, "drivers": []}
@@ -145,47 +143,41 @@ def _cause(node, contract, graph, edges, phenomena, recovered, raw, directions):
         elif share is not None and share_id in recovered:
             direction = "+" if share.target * change.target > 0 else "-"
             ref_direction = "+" if recovered[share_id] * recovered[change_id] > 0 else "-"
+            pushed = "up" if direction == "+" else "down"
             rubric.append(
-                RubricItem(
-                    id=f"driver:{parent}",
-                    polarity="positive",
-                    kind="insight",
-                    points=1.0,
-                    phenomenon=share_id,
-                    criterion=f"Names {label(parent)} as a driver that pushed {label(node)} {'up' if direction == '+' else 'down'}.",
-                    check=Check(kind="named", path="drivers", variable=parent, direction=direction),
+                _item(
+                    "positive",
+                    "insight",
+                    f"driver:{parent}",
+                    1.0,
+                    f"Names {label(parent)} as a driver that pushed {label(node)} {pushed}.",
+                    _named("drivers", parent, direction),
+                    share_id,
                 )
             )
             rubric.append(
-                RubricItem(
-                    id=f"share:{parent}",
-                    polarity="positive",
-                    kind="computation",
-                    points=1.0,
-                    phenomenon=share_id,
-                    criterion=f"Attributes {share.target:.0%} of the change to {label(parent)} (within {share.tolerance:.0%} points).",
-                    check=Check(
-                        kind="entry_number",
-                        path="drivers",
-                        variable=parent,
-                        field="share",
-                        expected=share.target,
-                        tolerance=share.tolerance,
-                    ),
+                _item(
+                    "positive",
+                    "computation",
+                    f"share:{parent}",
+                    1.0,
+                    f"Attributes {share.target:.0%} of the change to {label(parent)} (within {share.tolerance:.0%} points).",
+                    _entry_number("drivers", parent, "share", share),
+                    share_id,
                 )
             )
             expected["drivers"].append({"variable": parent, "direction": direction, "share": share.target})
             reference["drivers"].append({"variable": parent, "direction": ref_direction, "share": recovered[share_id]})
         else:  # the change is immaterial or its drivers cancel: naming the causes is the finding
             rubric.append(
-                RubricItem(
-                    id=f"driver:{parent}",
-                    polarity="positive",
-                    kind="insight",
-                    points=1.0,
-                    phenomenon=edge_id,
-                    criterion=f"Names {label(parent)} as a cause of {label(node)}.",
-                    check=Check(kind="named", path="drivers", variable=parent),
+                _item(
+                    "positive",
+                    "insight",
+                    f"driver:{parent}",
+                    1.0,
+                    f"Names {label(parent)} as a cause of {label(node)}.",
+                    _named("drivers", parent),
+                    edge_id,
                 )
             )
             expected["drivers"].append(
@@ -197,13 +189,13 @@ def _cause(node, contract, graph, edges, phenomena, recovered, raw, directions):
             reference["drivers"].append({"variable": parent, "direction": expected["drivers"][-1]["direction"]})
     for child in sorted(nx.descendants(graph, node)):
         rubric.append(
-            RubricItem(
-                id=f"downstream:{child}",
-                polarity="negative",
-                kind="insight",
-                points=2.0,
-                criterion=f"Names {label(child)} as a driver, although it is downstream of {label(node)} (an effect, not a cause).",
-                check=Check(kind="named", path="drivers", variable=child),
+            _item(
+                "negative",
+                "insight",
+                f"downstream:{child}",
+                2.0,
+                f"Names {label(child)} as a driver, although it is downstream of {label(node)} (an effect, not a cause).",
+                _named("drivers", child),
             )
         )
     parents = set(graph.predecessors(node))
@@ -211,46 +203,47 @@ def _cause(node, contract, graph, edges, phenomena, recovered, raw, directions):
     siblings = {c for p in parents for c in graph.successors(p)} - {node} - ancestors - set(nx.descendants(graph, node))
     for sibling in sorted(siblings):
         rubric.append(
-            RubricItem(
-                id=f"confounded:{sibling}",
-                polarity="negative",
-                kind="insight",
-                points=1.0,
-                criterion=f"Names {label(sibling)} as a driver: it moves with {label(node)} only because they share a cause.",
-                check=Check(kind="named", path="drivers", variable=sibling),
+            _item(
+                "negative",
+                "insight",
+                f"confounded:{sibling}",
+                1.0,
+                f"Names {label(sibling)} as a driver: it moves with {label(node)} only because they share a cause.",
+                _named("drivers", sibling),
             )
         )
     related = ancestors | set(nx.descendants(graph, node)) | siblings | {node}
     rubric.append(_unrelated_item("drivers", sorted(related), f"a cause of {label(node)}"))
     if abs(change.target) > change.tolerance:
         rubric.append(
-            RubricItem(
-                id="wrong-direction",
-                polarity="negative",
-                kind="computation",
-                points=2.0,
-                phenomenon=change_id,
-                criterion=f"Says {label(node)} moved {'down' if change.target > 0 else 'up'}: the wrong direction.",
-                check=Check(kind="sign", path="change.relative_change", expected=-change.target),
+            _item(
+                "negative",
+                "computation",
+                "wrong-direction",
+                2.0,
+                f"Says {label(node)} moved {'down' if change.target > 0 else 'up'}: the wrong direction.",
+                Check(kind="sign", path="change.relative_change", expected=-change.target),
+                change_id,
             )
         )
     raw_value = raw.get(change_id)
     if raw_value is not None and math.isfinite(raw_value) and abs(raw_value - change.target) > 2 * change.tolerance:
         rubric.append(
-            RubricItem(
-                id="uncleaned-change",
-                polarity="negative",
-                kind="computation",
-                points=2.0,
-                phenomenon=change_id,
-                criterion=f"Reports a change of {raw_value:+.1%}, the figure the files give before duplicates, unit switches and renamed columns are cleaned.",
-                check=Check(
+            _item(
+                "negative",
+                "computation",
+                "uncleaned-change",
+                2.0,
+                f"Reports a change of {raw_value:+.1%}, the figure the files give before duplicates, unit switches and renamed "
+                "columns are cleaned.",
+                Check(
                     kind="number",
                     path="change.relative_change",
                     expected=raw_value,
                     tolerance=change.tolerance,
                     unless=change.target,
                 ),
+                change_id,
             )
         )
     return rubric, expected, reference, files
@@ -267,95 +260,101 @@ def _consequence(node, contract, graph, edges, phenomena, recovered, raw, direct
         direction = _direction(edge.params, edge.kind)
         ref_sign = directions.get(f"{node}->{child}")
         ref_direction = None if ref_sign is None else ("+" if ref_sign > 0 else "-")
+        moves = f", pushed {'up' if direction == '+' else 'down'} as {label(node)} rises." if direction else "."
         rubric.append(
-            RubricItem(
-                id=f"effect:{child}",
-                polarity="positive",
-                kind="insight",
-                points=1.0,
-                phenomenon=edge_id,
-                criterion=f"Names {label(child)} as affected by {label(node)}"
-                + (f", pushed {'up' if direction == '+' else 'down'} as {label(node)} rises." if direction else "."),
-                check=Check(kind="named", path="effects", variable=child, direction=direction),
+            _item(
+                "positive",
+                "insight",
+                f"effect:{child}",
+                1.0,
+                f"Names {label(child)} as affected by {label(node)}{moves}",
+                _named("effects", child, direction),
+                edge_id,
             )
         )
         rubric.append(
-            RubricItem(
-                id=f"magnitude:{child}",
-                polarity="positive",
-                kind="computation",
-                points=1.0,
-                phenomenon=edge_id,
-                criterion=f"Quantifies the effect on {label(child)}: {ph.statistic.replace('_', ' ')} {ph.target:.4g} (+- {ph.tolerance:.3g}).",
-                check=Check(
-                    kind="entry_number",
-                    path="effects",
-                    variable=child,
-                    field="magnitude",
-                    expected=ph.target,
-                    tolerance=ph.tolerance,
-                ),
+            _item(
+                "positive",
+                "computation",
+                f"magnitude:{child}",
+                1.0,
+                f"Quantifies the effect on {label(child)}: {ph.statistic.replace('_', ' ')} {ph.target:.4g} (+- {ph.tolerance:.3g}).",
+                _entry_number("effects", child, "magnitude", ph),
+                edge_id,
             )
         )
         if direction:
+            opposite = "-" if direction == "+" else "+"
             rubric.append(
-                RubricItem(
-                    id=f"reversed:{child}",
-                    polarity="negative",
-                    kind="insight",
-                    points=1.0,
-                    phenomenon=edge_id,
-                    criterion=f"Says {label(node)} pushes {label(child)} {'down' if direction == '+' else 'up'}: the wrong direction.",
-                    check=Check(
-                        kind="named", path="effects", variable=child, direction="-" if direction == "+" else "+"
-                    ),
+                _item(
+                    "negative",
+                    "insight",
+                    f"reversed:{child}",
+                    1.0,
+                    f"Says {label(node)} pushes {label(child)} {'down' if direction == '+' else 'up'}: the wrong direction.",
+                    _named("effects", child, opposite),
+                    edge_id,
                 )
             )
-        effects.append(
-            {
-                "variable": child,
-                "direction": direction or "+",
-                "mechanism": edge.kind,
-                "statistic": ph.statistic,
-                "magnitude": ph.target,
-            }
-        )
-        ref_effects.append(
-            {
-                "variable": child,
-                "direction": ref_direction or direction or "+",
-                "mechanism": edge.kind,
-                "statistic": ph.statistic,
-                "magnitude": recovered[edge_id],
-            }
-        )
+
+        for out, sign, magnitude in (
+            (effects, direction, ph.target),
+            (ref_effects, ref_direction or direction, recovered[edge_id]),
+        ):
+            out.append(
+                {
+                    "variable": child,
+                    "direction": sign or "+",
+                    "mechanism": edge.kind,
+                    "statistic": ph.statistic,
+                    "magnitude": magnitude,
+                }
+            )
     if len(effects) < 1:
         return None
     related = set(nx.ancestors(graph, node)) | set(nx.descendants(graph, node)) | {node}
     rubric.append(_unrelated_item("effects", sorted(related), f"affected by {label(node)}"))
     for parent in sorted(nx.ancestors(graph, node)):
         rubric.append(
-            RubricItem(
-                id=f"upstream:{parent}",
-                polarity="negative",
-                kind="insight",
-                points=2.0,
-                criterion=f"Names {label(parent)} as affected by {label(node)}, although it is upstream (a cause, not an effect).",
-                check=Check(kind="named", path="effects", variable=parent),
+            _item(
+                "negative",
+                "insight",
+                f"upstream:{parent}",
+                2.0,
+                f"Names {label(parent)} as affected by {label(node)}, although it is upstream (a cause, not an effect).",
+                _named("effects", parent),
             )
         )
     return rubric, {"variable": node, "effects": effects}, {"variable": node, "effects": ref_effects}, files
 
 
+def _item(
+    polarity: str, kind: str, id: str, points: float, criterion: str, check: Check, phenomenon: str | None = None
+) -> RubricItem:
+    return RubricItem(
+        id=id, polarity=polarity, kind=kind, points=points, criterion=criterion, check=check, phenomenon=phenomenon
+    )
+
+
+def _named(path: str, variable: str, direction: str | None = None) -> Check:
+    return Check(kind="named", path=path, variable=variable, direction=direction)
+
+
+def _entry_number(path: str, variable: str, field: str, ph: Phenomenon) -> Check:
+    return Check(
+        kind="entry_number", path=path, variable=variable, field=field, expected=ph.target, tolerance=ph.tolerance
+    )
+
+
 def _unrelated_item(path: str, related: list[str], role: str) -> RubricItem:
     """One penalty for naming, as {role}, any variable with no causal path to the question's variable."""
-    return RubricItem(
-        id="unrelated",
-        polarity="negative",
-        kind="insight",
-        points=2.0,
-        criterion=f"Names as {role} a variable that has no causal connection to it (listing everything is not an analysis).",
-        check=Check(kind="named_outside", path=path, allowed=related),
+    return _item(
+        "negative",
+        "insight",
+        "unrelated",
+        2.0,
+        f"Names as {role} a variable that has no causal connection to it (listing everything is not an analysis).",
+        Check(kind="named_outside", path=path, allowed=related),
     )
 
 
