@@ -1,23 +1,27 @@
-"""The audit of one world: every check, a binary verdict with reasons, written to audit.json."""
+"""The audit of one world: every check, a binary verdict with reasons, written to audit.json.
+
+The report is a `contracts.audit.AuditReport` (typed, with a JSON Schema in contracts/).
+"""
 
 from __future__ import annotations
 
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from auditors.checks import Check, check_contract, check_invariants, check_ledger, check_projection
+from auditors.checks import check_contract, check_invariants, check_ledger, check_projection
 from auditors.dataset import from_canonical, from_observed
 from auditors.estimate import recover_phenomena
 from auditors.worldio import World, load_world
+from contracts.audit import CHECKS, AuditReport, CheckResult, Estimate
 from contracts.errors import WorldFormatError
-from contracts.model import SCHEMA_VERSION
 
-CHECKS = ("contract", "ledger", "invariants", "edges", "projection", "recoverability", "non_triviality")
+__all__ = ["CHECKS", "audit_world"]
 
 
-def _compare(values: dict[str, float], world: World, kinds: set[str] | None = None) -> list[dict]:
+def _compare(values: dict[str, float], world: World, kinds: set[str] | None = None) -> list[Estimate]:
     assert world.contract is not None
     rows = []
     for ph in world.contract.phenomena:
@@ -27,82 +31,63 @@ def _compare(values: dict[str, float], world: World, kinds: set[str] | None = No
         target = ph.target if ph.target is not None else float("nan")
         error = abs(got - target) if math.isfinite(got) and math.isfinite(target) else float("inf")
         rows.append(
-            {
-                "id": ph.id,
-                "target": target,
-                "estimate": None if not math.isfinite(got) else round(got, 6),
-                "tolerance": ph.tolerance,
-                "within": error <= ph.tolerance,
-            }
+            Estimate(
+                id=ph.id,
+                target=ph.target,
+                estimate=None if not math.isfinite(got) else round(got, 6),
+                tolerance=ph.tolerance,
+                within=error <= ph.tolerance,
+            )
         )
     return rows
 
 
-def check_edges(world: World) -> Check:
+def _first_miss(missed: list[Estimate]) -> str:
+    r = missed[0]
+    return f"{r.id}: estimated {r.estimate}, target {r.target} +- {r.tolerance:.4g}"
+
+
+def check_edges(world: World) -> CheckResult:
     """(d) Each edge's pattern re-estimated in X with a mechanism-specific estimator matches the contract."""
-    rows = _compare(recover_phenomena(from_canonical(world), world.contract, {"edge_effect"}), world, {"edge_effect"})
-    missed = [r for r in rows if not r["within"]]
+    found = recover_phenomena(from_canonical(world), world.contract, {"edge_effect"})
+    rows = _compare(found.values, world, {"edge_effect"})
+    missed = [r for r in rows if not r.within]
     if missed:
-        r = missed[0]
-        return Check(
-            "edges",
-            "fail",
-            f"{len(missed)} edge(s) not realised in X, e.g. {r['id']}: estimated {r['estimate']}, "
-            f"contract {r['target']} +- {r['tolerance']:.4g}",
-            {"edges": rows},
-        )
-    return Check("edges", "pass", f"all {len(rows)} edges re-estimated in X within tolerance", {"edges": rows})
+        reason = f"{len(missed)} edge(s) not realised in X, e.g. {_first_miss(missed)}"
+        return CheckResult(name="edges", status="fail", reason=reason, estimates=rows)
+    reason = f"all {len(rows)} edges re-estimated in X within tolerance"
+    return CheckResult(name="edges", status="pass", reason=reason, estimates=rows)
 
 
-def check_recoverability(world: World) -> tuple[Check, Check]:
+def check_recoverability(world: World) -> tuple[CheckResult, CheckResult]:
     """(f) every phenomenon recovered from cleaned E; (g) the raw files miss at least one."""
     contract = world.contract
     recovered = recover_phenomena(from_observed(world, clean=True), contract)
-    clean = _compare(recovered, world)
-    directions = {
-        k.split(":", 1)[1]: v for k, v in recovered.items() if k.startswith("direction:") and math.isfinite(v)
-    }
+    clean = _compare(recovered.values, world)
     raw_data = from_observed(world, clean=False)
     # Non-triviality needs one miss: try the cheap period comparisons first, the full analysis only if needed.
-    raw = _compare(recover_phenomena(raw_data, contract, {"period_change"}), world, {"period_change"})
-    if all(r["within"] for r in raw):
-        raw = _compare(recover_phenomena(raw_data, contract), world)
-    missed = [r for r in clean if not r["within"]]
+    raw = _compare(recover_phenomena(raw_data, contract, {"period_change"}).values, world, {"period_change"})
+    if all(r.within for r in raw):
+        raw = _compare(recover_phenomena(raw_data, contract).values, world)
+    missed = [r for r in clean if not r.within]
     if missed:
-        r = missed[0]
-        f = Check(
-            "recoverability",
-            "fail",
-            f"{len(missed)} phenomenon(s) not recoverable from E, e.g. {r['id']}: "
-            f"estimated {r['estimate']}, target {r['target']} +- {r['tolerance']:.4g}",
-            {"phenomena": clean, "directions": directions},
-        )
+        status, reason = "fail", f"{len(missed)} phenomenon(s) not recoverable from E, e.g. {_first_miss(missed)}"
     else:
-        f = Check(
-            "recoverability",
-            "pass",
-            f"all {len(clean)} phenomena recovered from the cleaned observed files",
-            {"phenomena": clean, "directions": directions},
-        )
-    raw_missed = [r["id"] for r in raw if not r["within"]]
+        status, reason = "pass", f"all {len(clean)} phenomena recovered from the cleaned observed files"
+    f = CheckResult(
+        name="recoverability", status=status, reason=reason, estimates=clean, directions=recovered.directions
+    )
+    raw_missed = [r.id for r in raw if not r.within]
     if raw_missed:
-        g = Check(
-            "non_triviality",
-            "pass",
-            f"uncleaned files miss {len(raw_missed)} phenomenon(s), e.g. {raw_missed[0]}",
-            {"missed_raw": raw_missed, "phenomena": raw},
-        )
+        reason = f"uncleaned files miss {len(raw_missed)} phenomenon(s), e.g. {raw_missed[0]}"
+        g = CheckResult(name="non_triviality", status="pass", reason=reason, estimates=raw, problems=raw_missed)
     else:
-        g = Check(
-            "non_triviality",
-            "fail",
-            "every phenomenon can be read off the raw files: the defects do not matter",
-            {"phenomena": raw},
-        )
+        reason = "every phenomenon can be read off the raw files: the defects do not matter"
+        g = CheckResult(name="non_triviality", status="fail", reason=reason, estimates=raw)
     return f, g
 
 
-def audit_world(path: Path, write: bool = True) -> dict:
+def audit_world(path: Path, write: bool = True) -> AuditReport:
     """Audit one world directory; raise WorldFormatError only if it is not a world at all."""
     started = time.perf_counter()
     world = load_world(path)
@@ -119,31 +104,33 @@ def audit_world(path: Path, write: bool = True) -> dict:
             clock["recoverability+non_triviality"] = round(time.perf_counter() - tick, 3)
         except Exception as exc:  # noqa: BLE001 - an unreadable or broken E is a verdict, not a crash
             reason = f"cannot analyse the observed files: {type(exc).__name__}: {str(exc)[:120]}"
-            checks += [Check("recoverability", "fail", reason), Check("non_triviality", "fail", reason)]
+            checks += [
+                CheckResult(name="recoverability", status="fail", reason=reason),
+                CheckResult(name="non_triviality", status="fail", reason=reason),
+            ]
     else:
-        checks += [Check(name, "skip", "contract invalid") for name in CHECKS[1:]]
+        checks += [CheckResult(name=name, status="skip", reason="contract invalid") for name in CHECKS[1:]]
     failing = [c.name for c in checks if c.status != "pass"]
-    report = {
-        "schema_version": SCHEMA_VERSION,
-        "world_id": world.meta.get("world_id", path.name),
-        "verdict": "fail" if failing else "pass",
-        "failing": failing,
-        "checks": [{"name": c.name, "status": c.status, "reason": c.reason, "details": c.details} for c in checks],
-    }
+    report = AuditReport(
+        world_id=world.meta.get("world_id", path.name),
+        verdict="fail" if failing else "pass",
+        failing=failing,
+        checks=checks,
+    )
     if write:
         try:
-            (path / "audit.json").write_text(json.dumps(report, indent=1, allow_nan=False, default=str) + "\n")
+            (path / "audit.json").write_text(json.dumps(report.to_json(), indent=1, allow_nan=False) + "\n")
         except (OSError, ValueError) as exc:
             raise WorldFormatError(f"{path}: cannot write audit.json ({exc})") from None
-    report["seconds"] = round(time.perf_counter() - started, 3)  # returned, never written: audits stay byte-identical
-    report["seconds_by_check"] = clock
-    return report
+    return report.timed(round(time.perf_counter() - started, 3), clock)
 
 
-def _guarded(name: str, fn, world: World) -> Check:
+def _guarded(name: str, fn: Callable[[World], CheckResult], world: World) -> CheckResult:
     try:
         return fn(world)
     except WorldFormatError as exc:
-        return Check(name, "fail", str(exc))
+        return CheckResult(name=name, status="fail", reason=str(exc))
     except Exception as exc:  # noqa: BLE001
-        return Check(name, "fail", f"check crashed on this world: {type(exc).__name__}: {str(exc)[:160]}")
+        return CheckResult(
+            name=name, status="fail", reason=f"check crashed on this world: {type(exc).__name__}: {str(exc)[:160]}"
+        )

@@ -1,21 +1,20 @@
 """Structural checks: the contract, the ledger, the invariants in X, and the recorded projection.
 
-Each check returns a `Check` with a status and a one-line reason; the auditor never raises on a broken
-world, it reports it.
+Each check returns a `contracts.audit.CheckResult` with a status and a one-line reason; the auditor never
+raises on a broken world, it reports it.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import numpy as np
 import polars as pl
 
 from auditors.worldio import World, key_to_int, parse_time, read_observed
+from contracts.audit import CheckResult
 from contracts.hashing import column_sha256, file_sha256
 from contracts.model import Contract, Deliverable
 
@@ -24,23 +23,18 @@ KEY_COLUMNS = {"unit_id", "party_id", "event_id"}
 AUDIT_FILES = {"audit.json"}
 
 
-@dataclass
-class Check:
-    name: str
-    status: str  # "pass" | "fail" | "skip"
-    reason: str
-    details: dict[str, Any] = field(default_factory=dict)
+PROBLEMS_KEPT = 20  # a report lists the first problems; the reason line names the first
 
 
-def _ok(name: str, reason: str, **details: Any) -> Check:
-    return Check(name, "pass", reason, details)
+def _ok(name: str, reason: str) -> CheckResult:
+    return CheckResult(name=name, status="pass", reason=reason)
 
 
-def _bad(name: str, reason: str, **details: Any) -> Check:
-    return Check(name, "fail", reason, details)
+def _bad(name: str, reason: str, problems: list[str] | None = None) -> CheckResult:
+    return CheckResult(name=name, status="fail", reason=reason, problems=(problems or [])[:PROBLEMS_KEPT])
 
 
-def check_contract(world: World) -> Check:
+def check_contract(world: World) -> CheckResult:
     """Schema-valid, acyclic, layers equal to longest-path depth (contracts.validate_contract)."""
     try:
         jsonschema.validate(world.raw_contract, json.loads(SCHEMA.read_text()))
@@ -52,35 +46,43 @@ def check_contract(world: World) -> Check:
     loose = [ph.id for ph in c.phenomena if not _tolerance_is_a_finding(ph, c)]
     if loose:
         return _bad(
-            "contract", f"{len(loose)} phenomenon tolerance(s) too loose to be a finding, e.g. {loose[0]}", loose=loose
+            "contract", f"{len(loose)} phenomenon tolerance(s) too loose to be a finding, e.g. {loose[0]}", loose
         )
     return _ok("contract", f"schema-valid, acyclic, {len(c.layers)} layers by longest-path depth, {len(c.edges)} edges")
 
 
+# Statistics whose tolerance must be smaller than the effect itself (else 'no effect' would pass).
 SIGNED = {"slope", "log_slope", "per_capacity_slope", "interaction_coefficient", "level_shift_range"}
+# Statistics with a fixed scale: a tolerance above these bounds accepts almost any answer.
 ABSOLUTE_BOUNDS = {
-    "relative_change_h2_vs_h1": 0.1,
-    "share_of_change": 0.3,
-    "lag_periods": 3.0,
-    "seasonal_amplitude": 0.3,
+    "relative_change_h2_vs_h1": 0.1,  # +-10 points would accept 'no change' for most real changes
+    "share_of_change": 0.3,  # +-30 points would accept an even split for two drivers
+    "lag_periods": 3.0,  # +-3 days cannot tell a half-week from a week
+    "seasonal_amplitude": 0.3,  # the swing is a share of the slope, between 0 and 1
 }
+LOCATED_BOUND_SD = 1.0  # a step or bend located only within +-1 parent sd is not located at all
 
 
-def _tolerance_is_a_finding(ph, contract: Contract) -> bool:
+def tolerance_is_a_finding(statistic: str, target: float | None, tolerance: float, parent_sd: float) -> bool:
     """A tolerance wide enough to accept 'no effect' or any location makes a phenomenon unfalsifiable."""
-    if ph.target is None:
+    if target is None:
         return False
-    if ph.statistic in SIGNED:
-        return ph.tolerance < abs(ph.target)
-    if ph.statistic in ABSOLUTE_BOUNDS:
-        return ph.tolerance <= ABSOLUTE_BOUNDS[ph.statistic]
-    if ph.statistic in {"threshold_location", "half_saturation"} and ph.edge:
-        edge = next((e for e in contract.edges if f"{e.parent}->{e.child}" == ph.edge), None)
-        return edge is not None and ph.tolerance <= edge.params.get("parent_sd", 0.0)
+    if statistic in SIGNED:
+        return tolerance < abs(target)
+    if statistic in ABSOLUTE_BOUNDS:
+        return tolerance <= ABSOLUTE_BOUNDS[statistic]
+    if statistic in {"threshold_location", "half_saturation"}:
+        return tolerance <= LOCATED_BOUND_SD * parent_sd
     return False
 
 
-def check_ledger(world: World) -> Check:
+def _tolerance_is_a_finding(ph, contract: Contract) -> bool:
+    edge = next((e for e in contract.edges if f"{e.parent}->{e.child}" == ph.edge), None) if ph.edge else None
+    parent_sd = edge.params.get("parent_sd", 0.0) if edge is not None else 0.0
+    return tolerance_is_a_finding(ph.statistic, ph.target, ph.tolerance, parent_sd)
+
+
+def check_ledger(world: World) -> CheckResult:
     """Recorded hashes match the files, steps run in layer order, no step changed its parents."""
     contract = world.contract
     assert contract is not None
@@ -125,13 +127,13 @@ def check_ledger(world: World) -> Check:
                 problems.append(f"canonical {name} does not match its ledger hash")
             produced[name] = digest
     if problems:
-        return _bad("ledger", problems[0], problems=problems[:20])
+        return _bad("ledger", problems[0], problems)
     return _ok(
         "ledger", f"{len(listed)} file hashes and {len(produced)} column hashes match; {len(ledger)} steps in order"
     )
 
 
-def check_invariants(world: World) -> Check:
+def check_invariants(world: World) -> CheckResult:
     contract = world.contract
     assert contract is not None
     tables = world.canonical
@@ -166,7 +168,7 @@ def check_invariants(world: World) -> Check:
         if not ok:
             failed.append(inv.id)
     if failed:
-        return _bad("invariants", f"{len(failed)} invariant(s) violated in X: {', '.join(failed[:5])}", violated=failed)
+        return _bad("invariants", f"{len(failed)} invariant(s) violated in X: {', '.join(failed[:5])}", failed)
     return _ok("invariants", f"all {len(contract.invariants)} invariants hold in X")
 
 
@@ -312,7 +314,7 @@ def frames_match(observed: pl.DataFrame, expected: pl.DataFrame) -> str | None:
     return None
 
 
-def check_projection(world: World) -> Check:
+def check_projection(world: World) -> CheckResult:
     contract = world.contract
     assert contract is not None
     records = {f["file"]: f.get("defects", []) for f in world.projection.get("files", [])}
@@ -333,7 +335,7 @@ def check_projection(world: World) -> Check:
             problems.append(f"{d.file}: after undoing its record, {difference}")
         undone += len(records[d.file])
     if problems:
-        return _bad("projection", problems[0], problems=problems)
+        return _bad("projection", problems[0], problems)
     return _ok(
         "projection",
         f"undoing {undone} recorded defects reproduces the projection of X in all {len(contract.deliverables)} files",

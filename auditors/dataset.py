@@ -22,6 +22,16 @@ from contracts.model import Contract, Deliverable
 
 # Conversion factors an analyst recognises when a column's level jumps (cents, milli, hours, pounds...).
 KNOWN_FACTORS = (1000.0, 100.0, 60.0, 10.0, 3.6, 2.20462, 1.60934)
+# Unit-switch detection (repair_unit_drift), as an analyst would do it by eye on a daily-median chart:
+MIN_DAYS = 20  # fewer daily medians than this cannot show a switch
+MAX_NONPOSITIVE_SHARE = 0.2  # a column that is often zero or negative has no log scale to jump on
+EDGE_DAYS = 7  # a switch is looked for at least a week from either end, and judged on a week each side
+MIN_JUMP = 1.8  # a switch multiplies the level by at least 1.8 (conversion factors are 2.2 or more)
+SHARPNESS = 0.3  # the week-on-week step must carry the whole jump (within 30%): switches are not gradual
+FACTOR_MATCH = 0.15  # the step must be within 0.15 log-units of a known conversion factor
+UNIT_WINDOW_DAYS = 14  # each unit's level is compared two weeks before and after the switch
+UNIT_STEP_SHARE = 0.5  # a unit switches if its level moves at least half the factor, in its direction
+UNITS_SWITCHING = 0.8  # a system migration moves at least 80% of units on the same day
 SUFFIXES = re.compile(r"\b(inc|llc|ltd|plc|group|co|and sons|corp)\b\.?")
 
 
@@ -55,15 +65,11 @@ def from_canonical(world: World) -> Dataset:
 
 
 def _capacity_name(contract: Contract) -> str:
-    units = contract.deliverables[0]
-    known = {f"units.{x}" for x in ("name", "region")} | {f"units.{v.name}" for v in contract.variables}
-    return next(c.source.split(".", 1)[1] for c in units.columns if c.source not in known)
+    return contract.measures.capacity.name
 
 
 def _amount_name(contract: Contract) -> str:
-    measure = next(ph.column for ph in contract.phenomena if ph.column)
-    assert measure is not None
-    return measure.split(".", 1)[1]
+    return contract.measures.amount.name
 
 
 def _with_event_means(panel: pl.DataFrame, events: pl.DataFrame, event_vars: list[str]) -> pl.DataFrame:
@@ -92,7 +98,7 @@ def from_observed(world: World, clean: bool = True) -> Dataset:
             {c.name: c.source.split(".", 1)[1].lstrip("@") for c in d.columns if c.name in frame.columns}
         )
         by_grain.setdefault(d.grain, []).append((d, frame))
-    volume = next(v.name for v in contract.variables if v.role == "volume")
+    volume = contract.volume.name
     amount = _amount_name(contract)
     event_vars = [v.name for v in contract.variables if v.grain == "event"]
 
@@ -193,26 +199,26 @@ def repair_unit_drift(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     if column not in frame.columns or not frame.schema[column].is_numeric():
         return frame
     daily = frame.filter(pl.col(column) > 0).group_by("day").agg(pl.col(column).median().alias("m")).sort("day")
-    if daily.height < 20 or frame.filter(pl.col(column) <= 0).height > 0.2 * frame.height:
+    if daily.height < MIN_DAYS or frame.filter(pl.col(column) <= 0).height > MAX_NONPOSITIVE_SHARE * frame.height:
         return frame
     logm = np.log(daily["m"].to_numpy())
     n = len(logm)
     csum = np.concatenate([[0.0], np.cumsum(logm)])
-    splits = np.arange(7, n - 7)
+    splits = np.arange(EDGE_DAYS, n - EDGE_DAYS)
     if len(splits) == 0:
         return frame
     jumps = (csum[n] - csum[splits]) / (n - splits) - csum[splits] / splits
     best = int(splits[int(np.argmax(np.abs(jumps)))])
-    jump = float(jumps[best - 7])
-    local = float(np.median(logm[best : best + 7]) - np.median(logm[best - 7 : best]))
+    jump = float(jumps[best - EDGE_DAYS])
+    local = float(np.median(logm[best : best + EDGE_DAYS]) - np.median(logm[best - EDGE_DAYS : best]))
     # A unit switch is a sharp step by a conversion factor an analyst recognises; seasons and regime
     # changes are gradual or the wrong size, and are left alone.
-    if abs(jump) < np.log(1.8) or abs(local - jump) > 0.3 * abs(jump):
+    if abs(jump) < np.log(MIN_JUMP) or abs(local - jump) > SHARPNESS * abs(jump):
         return frame
     factor = None
     for known in KNOWN_FACTORS:
         for candidate in (known, 1 / known):
-            if abs(local - np.log(candidate)) < 0.15:
+            if abs(local - np.log(candidate)) < FACTOR_MATCH:
                 factor = candidate
     if factor is None:
         return frame
@@ -225,7 +231,8 @@ def repair_unit_drift(frame: pl.DataFrame, column: str) -> pl.DataFrame:
 
 def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> bool:
     """A system migration changes every unit's numbers by the same factor on the same day."""
-    window = frame.filter((pl.col("day") >= from_day - 14) & (pl.col("day") < from_day + 14) & (pl.col(column) > 0))
+    near = (pl.col("day") >= from_day - UNIT_WINDOW_DAYS) & (pl.col("day") < from_day + UNIT_WINDOW_DAYS)
+    window = frame.filter(near & (pl.col(column) > 0))
     per_unit = (
         window.group_by("unit_id")
         .agg(
@@ -238,4 +245,5 @@ def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor
         return False
     ratio = np.log(per_unit["after"].to_numpy() / per_unit["before"].to_numpy())
     step = np.log(factor)
-    return float(np.mean((np.sign(ratio) == np.sign(step)) & (np.abs(ratio) > 0.5 * abs(step)))) >= 0.8
+    moved = (np.sign(ratio) == np.sign(step)) & (np.abs(ratio) > UNIT_STEP_SHARE * abs(step))
+    return float(np.mean(moved)) >= UNITS_SWITCHING

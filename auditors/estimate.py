@@ -16,11 +16,12 @@ import numpy as np
 import polars as pl
 
 from auditors.dataset import Dataset
+from auditors.estimators import ESTIMATORS
 from contracts.model import Contract, Edge
 
-MAX_LAG = 30
-SEASONAL_PERIODS = (7, 14, 28, 30)
-SCAN_ROWS = 20_000
+SCAN_ROWS = 20_000  # scans score candidates on a random 20k-row subset; the final fit uses every row
+SCAN_ROUNDS = 2  # each nonlinear parameter is re-scanned once the others have moved
+MIN_SCAN_ROWS = 30  # below this many usable rows a scan keeps its starting value
 
 
 @dataclass
@@ -100,12 +101,13 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
 
 
 class ChildModel:
-    """The additive model of one child: feature builders per edge and the parameter scans."""
+    """The additive model of one child: each edge's features come from its kind's estimator, and the
+    nonlinear parameters are found by scanning, one edge at a time with the others held, twice over."""
 
     def __init__(self, contract: Contract, child: str, rows: Rows):
         self.edges = sorted((e for e in contract.edges if e.child == child), key=lambda e: e.parent)
         self.rows = rows
-        v = next(v for v in contract.variables if v.name == child)
+        v = contract.variable(child)
         # Values piled up exactly at a natural bound (a share at 1.0) are censored: they say "at least",
         # not "equal", so the fit leaves them out rather than flattening every slope towards the bound.
         self.uncensored = np.ones(len(rows.y), dtype=bool)
@@ -116,73 +118,23 @@ class ChildModel:
         self.levels = {v.name: v.levels for v in contract.variables if v.dtype == "categorical"}
 
     def x(self, e: Edge) -> np.ndarray:
-        return (
-            np.asarray(self.rows.parents[e.parent], dtype=float)
-            if e.kind != "categorical"
-            else self.rows.parents[e.parent]
-        )
+        values = self.rows.parents[e.parent]
+        return values if e.kind == "categorical" else np.asarray(values, dtype=float)
 
     def features(self, e: Edge, theta: float | None = None) -> np.ndarray:
-        p, rows = e.params, self.rows
-        theta = self.theta.get(e.parent) if theta is None else theta
-        match e.kind:
-            case "monotone":
-                x = self.x(e)
-                return (np.log1p(np.maximum(x, 0)) if p["transform"] == "log" else x)[:, None]
-            case "threshold":
-                return (self.x(e) > theta).astype(float)[:, None]
-            case "saturation":
-                return -np.expm1(-np.maximum(self.x(e) - p["origin"], 0) / theta)[:, None]
-            case "lag":
-                lag = int(theta)
-                panel = rows.panels.get(e.parent)
-                if panel is None:
-                    return np.full((len(rows.y), 1), np.nan)
-                # Before the first `lag` days the cause is unobserved: hold it at its mean, as the generation does.
-                lagged = np.full_like(panel, np.nanmean(panel))
-                lagged[:, lag:] = panel[:, : panel.shape[1] - lag] if lag else panel
-                return lagged[rows.unit_index, rows.day][:, None]
-            case "interaction":
-                z = (np.asarray(rows.parents[p["moderator"]], dtype=float) - p["moderator_center"]) / p[
-                    "moderator_scale"
-                ]
-                return ((self.x(e) - p["center"]) * z)[:, None]
-            case "seasonal":
-                xc = self.x(e) - p["center"]
-                w = 2 * np.pi * rows.day / theta
-                return np.column_stack([xc, xc * np.sin(w), xc * np.cos(w)])
-            case "categorical":
-                codes = self.x(e)
-                return np.column_stack([(codes == lvl).astype(float) for lvl in self.levels[e.parent][1:]])
-            case "ratio":
-                return (self.x(e) / rows.capacity)[:, None]
-        raise KeyError(e.kind)
-
-    def candidates(self, e: Edge) -> np.ndarray:
-        x = self.x(e) if e.kind in ("threshold", "saturation") else None
-        match e.kind:
-            case "threshold":  # midpoints between observed levels: a step between two levels sits halfway
-                levels = np.unique(np.nanquantile(x, np.linspace(0.02, 0.98, 97)))
-                return (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
-            case "saturation":
-                return (np.nanstd(x) or 1.0) * np.linspace(0.1, 4.0, 79)
-            case "lag":
-                return np.arange(0, MAX_LAG + 1, dtype=float)
-            case "seasonal":
-                return np.array(SEASONAL_PERIODS, dtype=float)
-        return np.array([])
+        return ESTIMATORS[e.kind].features(self, e, self.theta.get(e.parent) if theta is None else theta)
 
     def _design(self, skip: Edge | None = None) -> list[np.ndarray]:
         return [np.ones((len(self.rows.y), 1))] + [self.features(e) for e in self.edges if e is not skip]
 
     def fit(self) -> ChildFit:
-        nonlinear = [e for e in self.edges if e.kind in ("threshold", "saturation", "lag", "seasonal")]
-        for e in nonlinear:  # start from the middle of each scan
-            cands = self.candidates(e)
-            self.theta[e.parent] = float(cands[len(cands) // 2]) if e.kind != "lag" else 0.0
+        scanned = [e for e in self.edges if ESTIMATORS[e.kind].scans]
+        for e in scanned:
+            estimator = ESTIMATORS[e.kind]
+            self.theta[e.parent] = estimator.start(estimator.candidates(self, e))
         valid = np.isfinite(self.rows.y) & self.uncensored
-        for _ in range(2):
-            for e in nonlinear:
+        for _ in range(SCAN_ROUNDS):
+            for e in scanned:
                 self.theta[e.parent] = self._scan(e, valid)
         columns = self._design()
         X = np.hstack(columns)
@@ -197,15 +149,17 @@ class ChildModel:
         for e, block in zip(self.edges, columns[1:], strict=True):
             b = coef[start : start + block.shape[1]]
             start += block.shape[1]
+            estimator = ESTIMATORS[e.kind]
             result.contributions[e.parent] = block[covered] @ b
-            result.statistics[f"{e.parent}->{e.child}"] = self._statistic(e, b)
-            if e.kind != "categorical":
+            result.statistics[f"{e.parent}->{e.child}"] = estimator.statistic(self, e, b, self.theta.get(e.parent))
+            if estimator.directed:
                 result.directions[f"{e.parent}->{e.child}"] = float(np.sign(b[0]))
         return result
 
     def _scan(self, e: Edge, valid: np.ndarray) -> float:
+        """The candidate whose features explain the most variance beyond the other edges' (QR projection)."""
         others = np.hstack(self._design(skip=e))
-        cands = self.candidates(e)
+        cands = ESTIMATORS[e.kind].candidates(self, e)
         blocks = [self.features(e, cand) for cand in cands]
         ok = valid & np.isfinite(others).all(axis=1)
         for block in blocks:  # score every candidate on the same rows (a lag moves where the gaps are)
@@ -213,7 +167,7 @@ class ChildModel:
         idx = np.flatnonzero(ok)
         if len(idx) > SCAN_ROWS and e.kind != "lag":  # a lag's optimum is flat: it needs every row
             idx = np.sort(np.random.default_rng(0).choice(idx, SCAN_ROWS, replace=False))
-        if len(idx) < 30:
+        if len(idx) < MIN_SCAN_ROWS:
             return self.theta[e.parent]
         q, _ = np.linalg.qr(others[idx])
         y = self.rows.y[idx]
@@ -234,21 +188,6 @@ class ChildModel:
             if score > best_score:
                 best, best_score = float(cand), score
         return best
-
-    def _statistic(self, e: Edge, b: np.ndarray) -> float:
-        match e.kind:
-            case "threshold":
-                return self.theta[e.parent]
-            case "saturation":
-                return e.params["origin"] + self.theta[e.parent] * np.log(2)
-            case "lag":
-                return self.theta[e.parent]
-            case "seasonal":
-                return float(np.hypot(b[1], b[2]) / abs(b[0])) if b[0] else float("nan")
-            case "categorical":
-                effects = np.concatenate([[0.0], b])
-                return float(effects.max() - effects.min())
-        return float(b[0])
 
 
 def fit_child(ds: Dataset, contract: Contract, child: str) -> ChildFit:
@@ -274,8 +213,17 @@ def period_means(ds: Dataset, contract: Contract, variable: str | None, column: 
     return float(h1) if h1 is not None else float("nan"), float(h2) if h2 is not None else float("nan")
 
 
-def recover_phenomena(ds: Dataset, contract: Contract, kinds: set[str] | None = None) -> dict[str, float]:
-    """Every phenomenon's value (of the given kinds) from this dataset; NaN when it cannot be computed."""
+@dataclass
+class Recovery:
+    """Each phenomenon's value as an analysis of one dataset found it (NaN: could not be computed), and the
+    sign of each edge's fitted effect."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    directions: dict[str, float] = field(default_factory=dict)
+
+
+def recover_phenomena(ds: Dataset, contract: Contract, kinds: set[str] | None = None) -> Recovery:
+    """Every phenomenon (of the given kinds) recovered from this dataset."""
     fits: dict[str, ChildFit] = {}
     wanted = [ph for ph in contract.phenomena if kinds is None or ph.kind in kinds]
     needed = {ph.edge.split("->")[1] for ph in wanted if ph.kind == "edge_effect" and ph.edge}
@@ -285,13 +233,16 @@ def recover_phenomena(ds: Dataset, contract: Contract, kinds: set[str] | None = 
             fits[child] = fit_child(ds, contract, child)
         except (np.linalg.LinAlgError, ValueError, KeyError):
             fits[child] = ChildFit()
-    values: dict[str, float] = {}
+    found = Recovery()
+    values = found.values
     half = contract.timeline.periods // 2
     for ph in wanted:
         if ph.kind == "edge_effect":
             child = ph.edge.split("->")[1] if ph.edge else ""
             values[ph.id] = fits.get(child, ChildFit()).statistics.get(ph.edge or "", float("nan"))
-            values[f"direction:{ph.edge}"] = fits.get(child, ChildFit()).directions.get(ph.edge or "", float("nan"))
+            direction = fits.get(child, ChildFit()).directions.get(ph.edge or "")
+            if ph.edge and direction is not None and np.isfinite(direction):
+                found.directions[ph.edge] = direction
         elif ph.kind == "period_change":
             h1, h2 = period_means(ds, contract, ph.variables[0] if ph.variables else None, ph.column)
             values[ph.id] = (h2 - h1) / h1 if h1 else float("nan")
@@ -305,4 +256,4 @@ def recover_phenomena(ds: Dataset, contract: Contract, kinds: set[str] | None = 
             deltas = {p: float(c[second].mean() - c[first].mean()) for p, c in fit.contributions.items()}
             total = sum(deltas.values())
             values[ph.id] = deltas.get(parent, float("nan")) / total if total else float("nan")
-    return values
+    return found

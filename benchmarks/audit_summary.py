@@ -11,6 +11,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from contracts.audit import AuditReport
+
 
 def main(out: Path) -> None:
     worlds = sorted(p for p in (out / "worlds").iterdir() if (p / "audit.json").is_file())
@@ -19,17 +21,17 @@ def main(out: Path) -> None:
     failing, missed, kinds = Counter(), Counter(), Counter()
     passed = 0
     for world in worlds:
-        audit = json.loads((world / "audit.json").read_text())
-        passed += audit["verdict"] == "pass"
-        failing.update(audit["failing"])
+        audit = AuditReport.model_validate_json((world / "audit.json").read_text())
+        passed += audit.verdict == "pass"
+        failing.update(audit.failing)
         contract = json.loads((world / "contract.json").read_text())
         edge_kind = {f"edge:{e['parent']}->{e['child']}": e["kind"] for e in contract["edges"]}
-        for check in audit["checks"]:
-            if check["name"] in ("edges", "recoverability") and check["status"] == "fail":
-                for row in check["details"].get("edges", []) + check["details"].get("phenomena", []):
-                    if not row["within"]:
-                        missed[(check["name"], row["id"].split(":")[0])] += 1
-                        kinds[(check["name"], edge_kind.get(row["id"], row["id"].split(":")[0]))] += 1
+        for check in audit.checks:
+            if check.name in ("edges", "recoverability") and check.status == "fail":
+                for row in check.estimates:
+                    if not row.within:
+                        missed[(check.name, row.id.split(":")[0])] += 1
+                        kinds[(check.name, edge_kind.get(row.id, row.id.split(":")[0]))] += 1
     print(f"worlds {len(worlds)}, pass {passed} ({passed / len(worlds):.1%})")
     print("failing checks:", dict(failing.most_common()))
     print("missed phenomena by check and kind:", dict(kinds.most_common()))

@@ -1,9 +1,11 @@
 """The world contract C: the one data model the generator, the auditor and the rubric code share.
 
-A contract is written before any data exists (entities, timeline, DAG with sampled mechanism parameters,
-invariants, deliverables) and sealed after the canonical state is generated, when each phenomenon's
-target value is computed from the generation record. `validate_contract` checks the structural rules
-pydantic cannot express and reports every problem at once.
+A contract is drafted before any data exists (entities and their measures, regions, timeline, the DAG with
+each edge's parameter seed, invariants, deliverables) and sealed after the canonical state is generated:
+each edge's parameters are then resolved in natural units against its parent's realised scale, and the
+phenomena are written with their targets. A sealed contract is the whole specification of a world: with
+its seed and index it regenerates X and E without the domain pack. `validate_contract` checks the
+structural rules pydantic cannot express and reports every problem at once.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contracts.errors import ContractError, raise_collected
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 MECHANISM_KINDS = (
     "monotone",
     "threshold",
@@ -82,6 +84,34 @@ class Entity(_Model):
     prefix: str = Field(description="letters the business systems put before this entity's numbers")
     count: int = Field(ge=1)
     foreign_keys: list[ForeignKey] = Field(default_factory=list)
+    name_style: Literal["company", "person", "place", "code"] | None = Field(
+        default=None, description="how the entity's names are drawn (units and parties)"
+    )
+
+
+class AltUnit(_Model):
+    """Another unit a system may switch to for a quantity (unit drift), e.g. cents = 100 x USD."""
+
+    name: str
+    factor: float = Field(gt=0)
+
+
+class Measure(_Model):
+    """A numeric column outside the DAG: the unit's capacity or the event's amount."""
+
+    name: str
+    unit: str
+    mean: float
+    sd: float = Field(gt=0)
+    min: float
+    max: float
+    decimals: int = Field(ge=0)
+    alt_unit: AltUnit | None = None
+
+
+class Measures(_Model):
+    capacity: Measure = Field(description="units.<name>: the denominator of per-capacity (ratio) effects")
+    amount: Measure = Field(description="events.<name>: the money or quantity each event carries")
 
 
 class Variable(_Model):
@@ -100,6 +130,7 @@ class Variable(_Model):
     system: str
     layer: int = Field(ge=0)
     decimals: int = Field(default=2, ge=0, description="decimals the business systems report this variable with")
+    alt_unit: AltUnit | None = Field(default=None, description="the unit a system migrates this variable to")
 
 
 class Edge(_Model):
@@ -108,10 +139,11 @@ class Edge(_Model):
     kind: str
     draw: dict[str, Any] = Field(
         default_factory=dict,
-        description="what the contract fixes before data exists: the parameter seed and the child's effect scale",
+        description="what the draft fixes before data exists: the parameter seed and the child's effect scale",
     )
     params: dict[str, Any] = Field(
-        description="mechanism parameters in natural units; resolved against the realised parent when sealed"
+        description="mechanism parameters in natural units; resolved from `draw` against the realised parent "
+        "when the contract is sealed"
     )
     sign: Literal["+", "-"]
     note: str
@@ -164,11 +196,14 @@ class Contract(_Model):
     schema_version: str = SCHEMA_VERSION
     world_id: str
     seed: int
+    index: int = Field(ge=0, description="the world's index in its build: with `seed`, it derives every stream")
     size: Literal["small", "default", "large"]
     domain: str
     persona: Persona
     timeline: Timeline
+    regions: list[str] = Field(min_length=1, description="regions units and parties are drawn from")
     entities: list[Entity]
+    measures: Measures
     variables: list[Variable]
     edges: list[Edge]
     layers: list[list[str]]
@@ -176,6 +211,17 @@ class Contract(_Model):
     deliverables: list[Deliverable]
     phenomena: list[Phenomenon]
     sealed: bool = False
+
+    def variable(self, name: str) -> Variable:
+        return next(v for v in self.variables if v.name == name)
+
+    def entity(self, role: EntityRole) -> Entity:
+        return next(e for e in self.entities if e.role == role)
+
+    @property
+    def volume(self) -> Variable:
+        """The panel variable whose value is the number of events per unit-day."""
+        return next(v for v in self.variables if v.role == "volume")
 
 
 def longest_path_layers(nodes: list[str], edges: list[tuple[str, str]]) -> dict[str, int]:
@@ -218,10 +264,15 @@ def validate_contract(contract: Contract) -> None:
     problems: list[str] = []
     if contract.schema_version != SCHEMA_VERSION:
         problems.append(f"schema_version {contract.schema_version!r} is not the supported {SCHEMA_VERSION!r}")
-    variables = {v.name: v for v in contract.variables}
+    problems += _entity_problems(contract) + _graph_problems(contract) + _phenomenon_problems(contract)
+    raise_collected(ContractError, f"contract {contract.world_id!r}", problems)
+
+
+def _entity_problems(contract: Contract) -> list[str]:
+    problems: list[str] = []
     entity_names = {e.name for e in contract.entities}
     tables = {e.table for e in contract.entities} | {"panel"}
-    if {e.role for e in contract.entities} != {"unit", "party", "event"}:
+    if sorted(e.role for e in contract.entities) != ["event", "party", "unit"]:
         problems.append("entities must include one unit, one party and one event entity")
     for e in contract.entities:
         for fk in e.foreign_keys:
@@ -229,7 +280,26 @@ def validate_contract(contract: Contract) -> None:
                 problems.append(
                     f"entity {e.name!r}: foreign key {fk.column!r} references unknown entity {fk.references!r}"
                 )
+    for inv in contract.invariants:
+        if inv.table not in tables:
+            problems.append(f"invariant {inv.id!r}: unknown table {inv.table!r}")
+    variables = {v.name for v in contract.variables}
+    for name in (contract.measures.capacity.name, contract.measures.amount.name):
+        if name in variables:
+            problems.append(f"measure {name!r} clashes with a variable of the same name")
+    if contract.measures.amount.alt_unit is None:
+        problems.append("the event amount needs an alt_unit (unit drift needs somewhere to happen)")
+    if sum(v.role == "volume" for v in contract.variables) != 1:
+        problems.append("exactly one variable must have role 'volume' (events per unit-day)")
+    return problems
+
+
+def _graph_problems(contract: Contract) -> list[str]:
+    """Edges name known variables and mechanisms with their parameters; layers are longest-path depths."""
+    problems: list[str] = []
+    variables = {v.name: v for v in contract.variables}
     edge_pairs: list[tuple[str, str]] = []
+    parents = {(e.parent, e.child) for e in contract.edges}
     for edge in contract.edges:
         where = f"edge {edge.parent}->{edge.child}"
         if edge.parent not in variables or edge.child not in variables:
@@ -243,14 +313,13 @@ def validate_contract(contract: Contract) -> None:
         if contract.sealed and missing:
             problems.append(f"{where}: {edge.kind} mechanism lacks parameter(s) {missing}")
         moderator = edge.params.get("moderator")
-        if edge.kind == "interaction" and (moderator, edge.child) not in {(e.parent, e.child) for e in contract.edges}:
+        if edge.kind == "interaction" and (moderator, edge.child) not in parents:
             problems.append(f"{where}: moderator {moderator!r} must be another parent of {edge.child!r}")
     try:
         edge_pairs = sorted(set(edge_pairs) | set(structural_edges(contract.variables)))
         depth = longest_path_layers(list(variables), edge_pairs)
     except ContractError as exc:
-        problems.append(str(exc))
-        depth = {}
+        return problems + [str(exc)]
     for name, d in depth.items():
         if variables[name].layer != d:
             problems.append(f"variable {name!r}: layer {variables[name].layer} but longest-path depth {d}")
@@ -258,9 +327,12 @@ def validate_contract(contract: Contract) -> None:
         expected = [sorted(n for n, d in depth.items() if d == k) for k in range(max(depth.values()) + 1)]
         if [sorted(layer) for layer in contract.layers] != expected:
             problems.append("layers do not group variables by longest-path depth")
-    for inv in contract.invariants:
-        if inv.table not in tables:
-            problems.append(f"invariant {inv.id!r}: unknown table {inv.table!r}")
+    return problems
+
+
+def _phenomenon_problems(contract: Contract) -> list[str]:
+    problems: list[str] = []
+    variables = {v.name for v in contract.variables}
     files = {d.file for d in contract.deliverables}
     if len(files) != len(contract.deliverables):
         problems.append("deliverable file names repeat")
@@ -282,7 +354,7 @@ def validate_contract(contract: Contract) -> None:
         problems.append(f"edge {e}: no edge_effect phenomenon")
     if contract.sealed and not any(len(ph.files) >= 2 for ph in contract.phenomena):
         problems.append("at least one phenomenon must need files from two systems")
-    raise_collected(ContractError, f"contract {contract.world_id!r}", problems)
+    return problems
 
 
 def load_contract(path: Path) -> Contract:

@@ -16,6 +16,7 @@ from auditors import audit_world
 from contracts.model import load_contract
 from personas import builtin_personas
 from worldgen.build import persona_for
+from worldgen.contract import WorldSpec
 from worldgen.observe import DefectSettings
 from worldgen.packs import get_pack
 from worldgen.pipeline import build_world
@@ -144,8 +145,8 @@ MUTATIONS = {
 
 def test_sound_world_passes_every_check(sound_world):
     report = audit_world(sound_world, write=False)
-    assert report["verdict"] == "pass", report["failing"]
-    assert [c["name"] for c in report["checks"]] == [
+    assert report.verdict == "pass", report.failing
+    assert [c.name for c in report.checks] == [
         "contract",
         "ledger",
         "invariants",
@@ -162,17 +163,17 @@ def test_mutation_flips_the_verdict_for_the_right_reason(sound_world, tmp_path, 
     world = _copy(sound_world, tmp_path)
     corrupt(world)
     report = audit_world(world)
-    assert report["verdict"] == "fail"
-    assert expected_check in report["failing"], report["failing"]
+    assert report.verdict == "fail"
+    assert expected_check in report.failing, report.failing
     assert json.loads((world / "audit.json").read_text())["verdict"] == "fail"
 
 
 def test_a_defect_too_heavy_to_clean_fails_recoverability_only(tmp_path):
     persona = persona_for(0, 0, builtin_personas())
     heavy = DefectSettings(missing_rate=0.97)  # recorded, so the projection still undoes exactly
-    result = build_world(0, 0, persona, get_pack(persona.domain), "small", tmp_path, heavy)
+    result = build_world(WorldSpec(0, 0, "small", persona), get_pack(persona.domain), tmp_path, heavy)
     report = json.loads((result.path / "audit.json").read_text())
-    status = {c["name"]: c["status"] for c in report["checks"]}
+    status = {c["name"]: c["status"] for c in report["checks"]}  # the file on disk, as users read it
     assert report["verdict"] == "fail" and status["recoverability"] == "fail"
     assert status["projection"] == "pass" and status["ledger"] == "pass"
 

@@ -6,14 +6,15 @@ import json
 from collections import Counter
 
 import networkx as nx
-import numpy as np
 import pytest
 
 from contracts.errors import ContractError, PackError, PersonaError
 from contracts.model import Contract, validate_contract
 from personas import builtin_personas, load_persona_file
-from worldgen.contract import build_contract, focus_variable
+from worldgen.contract import WorldSpec, build_contract
 from worldgen.packs import DomainPack, builtin_packs, get_pack, validate_pack
+from worldgen.phenomena import focus_variable
+from worldgen.seeding import Streams
 from worldgen.skeleton import sample_skeleton, structure_problems
 
 PACKS = builtin_packs()
@@ -36,12 +37,12 @@ def test_pack_draws_valid_dags_and_contracts(domain):
     focuses = [p for p in builtin_personas() if p.domain == domain]
     for seed in range(12):
         persona = focuses[seed % len(focuses)]
-        rng = np.random.default_rng(seed)
-        skeleton = sample_skeleton(pack, rng, persona.focus)
+        streams = Streams(seed, 0)
+        skeleton = sample_skeleton(pack, streams.rng("skeleton"), persona.focus)
         graph = skeleton.graph()
         assert not structure_problems(graph, [], None)
         assert graph.number_of_nodes() >= 8 and nx.dag_longest_path_length(graph) >= 3
-        contract = build_contract("w", seed, "small", pack, persona, skeleton, rng, np.random.default_rng(seed + 1))
+        contract = build_contract(WorldSpec(seed, 0, "small", persona), pack, skeleton, streams)
         assert 4 <= len({d.system for d in contract.deliverables}) <= 12
         assert len({d.format for d in contract.deliverables}) >= 3
         kinds |= {e.kind for e in contract.edges}

@@ -38,11 +38,7 @@ def test_tasks_are_selected_grounded_and_versioned(world_dirs, all_tasks):
         contract = json.loads((world / "contract.json").read_text())
         audit = json.loads((world / "audit.json").read_text())
         recovered = {
-            r["id"]
-            for c in audit["checks"]
-            if c["name"] == "recoverability"
-            for r in c["details"]["phenomena"]
-            if r["within"]
+            r["id"] for c in audit["checks"] if c["name"] == "recoverability" for r in c["estimates"] if r["within"]
         }
         assert sorted(t.task_id for t in tasks) == sorted(meta["tasks"])
         assert len(tasks) <= 2 * len(contract["layers"])

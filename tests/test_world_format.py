@@ -11,14 +11,15 @@ import pandas as pd
 import polars as pl
 import pytest
 
+from contracts.audit import AuditReport
 from contracts.hashing import column_sha256, file_sha256
-from contracts.model import load_contract
-from contracts.schema import SCHEMA_PATH, render
-from worldgen.canonical import generate
+from contracts.model import SCHEMA_VERSION, load_contract
+from contracts.schema import AUDIT_SCHEMA_PATH, SCHEMA_PATH, render, render_audit
 from worldgen.defects import DEFECTS, undo_all
-from worldgen.observe import DAY, project, with_day
-from worldgen.packs import get_pack
-from worldgen.seeding import rng_for, seed_record
+from worldgen.observe import DAY, DefectSettings, with_day
+from worldgen.phenomena import focus_variable
+from worldgen.pipeline import regenerate
+from worldgen.write import write_observed, write_parquet
 
 LAYOUT = {
     "world.json",
@@ -38,6 +39,7 @@ def canonical_tables(world: Path) -> dict[str, pl.DataFrame]:
 
 def test_schema_file_is_current():
     assert SCHEMA_PATH.read_text() == render(), "run `python -m contracts.schema`"
+    assert AUDIT_SCHEMA_PATH.read_text() == render_audit(), "run `python -m contracts.schema`"
 
 
 def test_layout_manifest_and_contract_schema(small_build, world_dirs):
@@ -47,8 +49,10 @@ def test_layout_manifest_and_contract_schema(small_build, world_dirs):
     for world in world_dirs:
         assert LAYOUT <= {p.name for p in world.iterdir()}
         meta = json.loads((world / "world.json").read_text())
-        assert meta["schema_version"] == "1.0" and meta["status"] in {"pass", "fail"}
+        assert meta["schema_version"] == SCHEMA_VERSION and meta["status"] in {"pass", "fail"}
         audit = json.loads((world / "audit.json").read_text())
+        jsonschema.validate(audit, json.loads(AUDIT_SCHEMA_PATH.read_text()))
+        assert AuditReport.model_validate(audit).verdict == audit["verdict"]
         assert audit["verdict"] == meta["status"] == next(m["status"] for m in manifest if m["world_id"] == world.name)
         for rel, digest in meta["files"].items():
             assert file_sha256(world / rel) == digest, rel
@@ -142,27 +146,37 @@ def test_worlds_meet_the_observation_minimums(world_dirs):
 
 @pytest.fixture(scope="module")
 def regenerated(world_dirs):
-    """Re-run canonical + projection in memory for the first two worlds, to compare with their records."""
+    """X and E of the first two worlds rebuilt in memory from their contract.json alone."""
     out = []
     for world in world_dirs[:2]:
         contract = load_contract(world / "contract.json")
-        meta = json.loads((world / "world.json").read_text())
-        seed, index = meta["seed"], meta["index"]
-        pack = get_pack(contract.domain)
-        state = generate(
-            contract,
-            pack,
-            lambda s, i=index, r=seed: rng_for(r, i, "canonical", s),
-            lambda s, i=index, r=seed: seed_record(r, i, "canonical", s),
-        )
-        files = project(contract, pack, state, rng_for(seed, index, "defects"))
-        out.append((world, contract, files))
+        scale = json.loads((world / "projection.json").read_text())["settings"]["defect_scale"]
+        state, files = regenerate(contract, DefectSettings(scale=scale))
+        out.append((world, contract, state, files))
     return out
+
+
+def test_contract_alone_regenerates_canonical_and_observed_bytes(regenerated, tmp_path):
+    compared = 0
+    for world, contract, state, files in regenerated:
+        for table, columns in state.tables.items():
+            path = tmp_path / f"{world.name}-{table}.parquet"
+            write_parquet(pl.DataFrame(dict(columns), strict=False), path)
+            assert file_sha256(path) == file_sha256(world / "canonical" / f"{table}.parquet"), table
+            compared += 1
+        for f in files:
+            d = f.deliverable
+            sheets_by = next((c.name for c in d.columns if c.source == "units.region"), None) if d.sheets else None
+            path = tmp_path / f"{world.name}-{d.file}"
+            write_observed(f.rendered(contract), path, d.format, d.system, sheets_by)
+            assert file_sha256(path) == file_sha256(world / "observed" / d.file), d.file
+            compared += 1
+    assert compared >= 2 * (4 + 8), "every canonical table and observed file of two worlds is compared"
 
 
 def test_each_defect_is_undone_exactly_by_its_recorded_entry(regenerated):
     undone_kinds = set()
-    for world, _contract, files in regenerated:
+    for world, _contract, _state, files in regenerated:
         record = {f["file"]: f["defects"] for f in json.loads((world / "projection.json").read_text())["files"]}
         for f in files:
             shipped = record[f.deliverable.file]  # the JSON record, not the in-memory one
@@ -175,20 +189,15 @@ def test_each_defect_is_undone_exactly_by_its_recorded_entry(regenerated):
     assert undone_kinds == set(DEFECTS)
 
 
-def test_observed_files_are_the_rendered_projection(regenerated):
-    for world, contract, files in regenerated:
-        for f in files:
-            if f.deliverable.format == "parquet":
-                on_disk = pl.read_parquet(world / "observed" / f.deliverable.file)
-                assert on_disk.equals(f.rendered(contract))
-
-
 def test_canonical_volume_matches_events_and_focus_change_target(world_dirs):
-    from worldgen.contract import focus_variable
-
     for world in world_dirs:
         contract = load_contract(world / "contract.json")
         tables = canonical_tables(world)
+        volume = contract.volume.name
+        counts = tables["events"].group_by("unit_id", "day").len()
+        panel = tables["panel"].join(counts, on=["unit_id", "day"], how="left").fill_null(0)
+        assert panel["len"].sum() == tables["events"].height > 0
+        assert (panel[volume] == panel["len"]).all(), "the volume of every unit-day is its number of events"
         focus = focus_variable(contract)
         change = next(ph for ph in contract.phenomena if ph.id == f"change:{focus}")
         grain = next(v.grain for v in contract.variables if v.name == focus)

@@ -20,7 +20,7 @@ from pathlib import Path
 from contracts.errors import InputError, WorldFormatError, did_you_mean
 from contracts.model import SCHEMA_VERSION, Persona
 from personas import builtin_personas, check_against_packs, load_persona_file
-from worldgen.contract import SIZES
+from worldgen.contract import SIZES, WorldSpec
 from worldgen.observe import DefectSettings
 from worldgen.packs import builtin_domains, builtin_packs, get_pack
 from worldgen.pipeline import build_world
@@ -153,9 +153,8 @@ def read_manifest(path: Path) -> dict[int, dict]:
 
 
 def _build_one(seed: int, index: int, persona: Persona, size: str, worlds: str, scale: float) -> tuple[dict, dict]:
-    result = build_world(
-        seed, index, persona, get_pack(persona.domain), size, Path(worlds), DefectSettings(scale=scale)
-    )
+    world = WorldSpec(seed=seed, index=index, size=size, persona=persona)
+    result = build_world(world, get_pack(persona.domain), Path(worlds), DefectSettings(scale=scale))
     return result.entry, {"world_id": result.world_id, "index": index, **result.timings}
 
 
@@ -174,10 +173,11 @@ def run_build(cfg: BuildConfig, on_world: Callable[[dict], None] | None = None) 
         else:
             # spawn, not fork: forking after polars has started its thread pool can deadlock the children.
             context = multiprocessing.get_context("spawn")
-            # Worlds are the unit of parallelism; one polars thread per worker avoids oversubscribing cores.
+            # Worlds are the unit of parallelism: each worker gets cores // workers polars and BLAS threads (the
+            # audit's regressions use BLAS), so K workers never oversubscribe the machine.
             threads = str(max(1, (os.cpu_count() or 1) // cfg.workers))
             for knob in ("POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-                os.environ.setdefault(knob, threads)  # BLAS threads too: the audit's regressions would oversubscribe
+                os.environ.setdefault(knob, threads)
             with ProcessPoolExecutor(max_workers=cfg.workers, mp_context=context) as pool_exec:
                 futures = [pool_exec.submit(_build_one, *job) for job in jobs]
                 for future in as_completed(futures):

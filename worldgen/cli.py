@@ -139,16 +139,16 @@ def _audit(args: argparse.Namespace) -> int:
     reports = [audit_world(w) for w in worlds]  # a malformed world raises WorldFormatError -> exit 2
     if args.json:
         for r in reports:
-            print(json.dumps({k: r[k] for k in ("world_id", "verdict", "failing", "seconds")}))
+            print(
+                json.dumps({"world_id": r.world_id, "verdict": r.verdict, "failing": r.failing, "seconds": r.seconds})
+            )
     else:
         table = Table("world", "verdict", "failing checks", "seconds")
         for r in reports:
-            colour = "green" if r["verdict"] == "pass" else "red"
-            table.add_row(
-                r["world_id"], f"[{colour}]{r['verdict']}[/]", ", ".join(r["failing"]) or "-", f"{r['seconds']:.2f}"
-            )
+            colour = "green" if r.verdict == "pass" else "red"
+            table.add_row(r.world_id, f"[{colour}]{r.verdict}[/]", ", ".join(r.failing) or "-", f"{r.seconds:.2f}")
         Console(width=140).print(table)
-    failed = sum(r["verdict"] != "pass" for r in reports)
+    failed = sum(r.verdict != "pass" for r in reports)
     print(f"{len(reports) - failed}/{len(reports)} world(s) pass")
     return 1 if failed else 0
 

@@ -1,23 +1,32 @@
-"""The mechanism library: how a parent variable moves a child.
+"""The mechanism library: how a parent variable moves a child, one class per kind, everything in one place.
 
-Each mechanism is `apply(parents, params, rng) -> contribution`, a pure function of named, aligned input
-arrays (`x` the parent, plus `moderator`, `denominator` or `t` where the kind needs them) and its
-contract parameters. A child is `mean + sum of its edges' contributions + noise`, so contributions are
-centred: each is ~0 when its parent sits at its nominal level. `sample_params` draws parameters from the
-world's rng on the natural scale of the variables, sized so each edge moves the child by about half to one
-standard deviation. Parameters are rounded before use so the contract holds exactly what generated X.
+A mechanism is `apply(inputs, params, rng) -> contribution`, a pure function of named, aligned input arrays
+(`x` the parent, plus `moderator`, `denominator` or `t` where the kind needs them) and its contract
+parameters. A child is `mean + sum of its edges' contributions + noise`, so contributions are centred: each
+is ~0 when its parent sits at its nominal level. Each class also says how its parameters are drawn, which
+statistic of the data identifies it (with the business tolerance around the planted value), which way it
+pushes the child, and which parents it can take. The auditor keeps its own estimators, keyed by the same
+kinds (auditors/estimators.py); a test fails if either side lacks a kind.
+
+Adding a mechanism: a subclass here, its estimator in auditors/estimators.py, its kind and required
+parameters in contracts/model.py (MECHANISM_PARAMS), and its name in the packs' `kinds` lists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 Params = dict[str, Any]
 Arrays = Mapping[str, np.ndarray]
+
+# Each edge moves its child by this many child standard deviations (drawn uniformly): strong enough to be
+# found in a year of noisy daily data, weak enough that several parents together stay inside the child's range.
+STRENGTH = (0.6, 1.0)
 
 
 @dataclass(frozen=True)
@@ -30,7 +39,18 @@ class Scale:
     binary: bool = False
 
 
-def _r(value: float) -> float:
+@dataclass(frozen=True)
+class Role:
+    """What a mechanism may ask of a variable when deciding whether it can link parent -> child."""
+
+    name: str
+    dtype: str
+    grain: str
+    pattern: str = "signal"
+
+
+def rounded(value: float) -> float:
+    """Parameters are stored to 6 significant digits, and generation uses exactly the stored value."""
     return float(f"{value:.6g}")
 
 
@@ -39,65 +59,163 @@ def _sign(sign: str) -> float:
 
 
 def _strength(rng: np.random.Generator) -> float:
-    return rng.uniform(0.6, 1.0)
+    return rng.uniform(*STRENGTH)
+
+
+def signed(value: float) -> str:
+    return "+" if value > 0 else "-"
+
+
+class Mechanism:
+    """One kind of generative relation. Subclasses fill in the hooks below."""
+
+    kind: ClassVar[str]
+    summary: ClassVar[str]
+    # Extra aligned inputs `apply` reads besides the parent `x`.
+    inputs: ClassVar[tuple[str, ...]] = ()
+    # Locating a step or a bend needs a parent with many distinct values (not a lever or a unit attribute).
+    locates: ClassVar[bool] = False
+    # Relative weight when the skeleton picks among the kinds a pack allows for an edge.
+    weight: ClassVar[float] = 1.0
+    # The parameter whose sign is the direction of the effect (None: the mechanism has no single direction).
+    sign_param: ClassVar[str | None] = "beta"
+    # How the answer schema describes this mechanism's characteristic number to an analyst.
+    magnitude_doc: ClassVar[str] = ""
+
+    def sample_params(self, parent: Scale, child: Scale, sign: str, rng: np.random.Generator, **extra: Scale) -> Params:
+        raise NotImplementedError
+
+    def apply(self, inputs: Arrays, params: Params, rng: np.random.Generator) -> np.ndarray:
+        raise NotImplementedError
+
+    def describe(self, params: Params) -> str:
+        raise NotImplementedError
+
+    def statistic(self, params: Params) -> tuple[str, float, float]:
+        """(statistic name, planted value, business tolerance) of the edge_effect phenomenon."""
+        raise NotImplementedError
+
+    def effect_size(self, params: Params) -> float | None:
+        """The planted coefficient whose standard error widens the tolerance (None for located statistics)."""
+        return None
+
+    def direction(self, params: Params) -> str | None:
+        """'+' if the child rises with the parent, '-' if it falls, None if the kind has no single direction."""
+        return signed(params[self.sign_param]) if self.sign_param else None
+
+    def unsuitable(self, parent: Role, child: Role) -> str | None:
+        """Why this kind cannot link parent -> child, or None if it can."""
+        if parent.dtype == "categorical":
+            return f"a categorical parent only takes 'categorical', not {self.kind!r}"
+        return None
 
 
 # --- monotone -------------------------------------------------------------------------------------
-def monotone_params(parent: Scale, child: Scale, sign: str, rng: np.random.Generator) -> Params:
-    transform = "linear" if parent.binary or rng.random() < 0.65 else "log"
-    effect = _sign(sign) * _strength(rng) * child.sd
-    if transform == "linear":
-        beta = effect / parent.sd
-    else:  # d/dx log1p(x) = 1/(1+x): the slope at the nominal mean matches the linear case
-        beta = effect * (1 + max(parent.mean, 0.0)) / parent.sd
-    return {"beta": _r(beta), "transform": transform, "center": _r(parent.mean)}
+class Monotone(Mechanism):
+    kind = "monotone"
+    summary = "child moves by beta per unit of parent (or of log1p parent)"
+    weight = 0.5  # listed for almost every edge; half weight lets richer mechanisms get planted too
+    magnitude_doc = "slope per unit of the cause (per unit of log(1 + cause) for log effects)"
+    LINEAR_SHARE = 0.65  # share of monotone edges that are linear rather than logarithmic
 
+    def sample_params(self, parent, child, sign, rng, **extra):
+        transform = "linear" if parent.binary or rng.random() < self.LINEAR_SHARE else "log"
+        effect = _sign(sign) * _strength(rng) * child.sd
+        if transform == "linear":
+            beta = effect / parent.sd
+        else:  # d/dx log1p(x) = 1/(1+x): the slope at the nominal mean matches the linear case
+            beta = effect * (1 + max(parent.mean, 0.0)) / parent.sd
+        return {"beta": rounded(beta), "transform": transform, "center": rounded(parent.mean)}
 
-def monotone(parents: Arrays, params: Params, rng: np.random.Generator) -> np.ndarray:
-    x, c, beta = parents["x"], params["center"], params["beta"]
-    if params["transform"] == "log":
-        return beta * (np.log1p(np.maximum(x, 0.0)) - np.log1p(max(c, 0.0)))
-    return beta * (x - c)
+    def apply(self, inputs, params, rng):
+        x, c, beta = inputs["x"], params["center"], params["beta"]
+        if params["transform"] == "log":
+            return beta * (np.log1p(np.maximum(x, 0.0)) - np.log1p(max(c, 0.0)))
+        return beta * (x - c)
+
+    def describe(self, p):
+        return f"{p['transform']} slope {p['beta']:g} per unit of {'log1p ' if p['transform'] == 'log' else ''}parent"
+
+    def statistic(self, p):
+        return ("slope" if p["transform"] == "linear" else "log_slope", p["beta"], 0.25 * abs(p["beta"]))
+
+    def effect_size(self, p):
+        return p["beta"]
 
 
 # --- threshold ------------------------------------------------------------------------------------
-def threshold_params(parent: Scale, child: Scale, sign: str, rng: np.random.Generator) -> Params:
-    tau = parent.mean + rng.uniform(-0.3, 0.9) * parent.sd
-    jump = _sign(sign) * rng.uniform(1.4, 2.2) * child.sd
-    return {"tau": _r(tau), "jump": _r(jump), "center": _r(parent.mean)}
+class Threshold(Mechanism):
+    kind = "threshold"
+    summary = "child steps by jump once parent exceeds tau"
+    locates = True
+    sign_param = "jump"
+    magnitude_doc = "the level of the cause at which the step happens"
 
+    def sample_params(self, parent, child, sign, rng, **extra):
+        tau = parent.mean + rng.uniform(-0.3, 0.9) * parent.sd
+        jump = _sign(sign) * rng.uniform(1.4, 2.2) * child.sd
+        return {"tau": rounded(tau), "jump": rounded(jump), "center": rounded(parent.mean)}
 
-def threshold(parents: Arrays, params: Params, rng: np.random.Generator) -> np.ndarray:
-    above = (parents["x"] > params["tau"]).astype(float)
-    return params["jump"] * (above - float(params["center"] > params["tau"]))
+    def apply(self, inputs, params, rng):
+        above = (inputs["x"] > params["tau"]).astype(float)
+        return params["jump"] * (above - float(params["center"] > params["tau"]))
+
+    def describe(self, p):
+        return f"step of {p['jump']:g} once the parent exceeds {p['tau']:g}"
+
+    def statistic(self, p):
+        return "threshold_location", p["tau"], 0.35 * p["parent_sd"]
+
+    def unsuitable(self, parent, child):
+        if parent.dtype == "binary":
+            return f"threshold needs a continuous parent, {parent.name!r} is binary"
+        return super().unsuitable(parent, child)
 
 
 # --- saturation -----------------------------------------------------------------------------------
-def saturation_params(parent: Scale, child: Scale, sign: str, rng: np.random.Generator) -> Params:
-    # The curve starts two sd below the parent's mean and bends within its range, so the diminishing
-    # returns are visible in the data rather than flat beyond it.
-    origin = parent.mean - 2.0 * parent.sd
-    kappa = parent.sd * rng.uniform(0.8, 1.8)
-    amplitude = _sign(sign) * _strength(rng) * child.sd * 1.6
-    return {"amplitude": _r(amplitude), "kappa": _r(kappa), "origin": _r(origin), "center": _r(parent.mean)}
-
-
 def saturation_curve(x: np.ndarray | float, amplitude: float, kappa: float, origin: float = 0.0) -> np.ndarray:
     """A * (1 - exp(-(x - origin) / kappa)) above origin: half the rise is reached at origin + kappa ln 2."""
     return amplitude * -np.expm1(-np.maximum(np.asarray(x, dtype=float) - origin, 0.0) / kappa)
 
 
-def saturation(parents: Arrays, params: Params, rng: np.random.Generator) -> np.ndarray:
-    a, k, o = params["amplitude"], params["kappa"], params["origin"]
-    return saturation_curve(parents["x"], a, k, o) - saturation_curve(params["center"], a, k, o)
+class Saturation(Mechanism):
+    kind = "saturation"
+    summary = "child rises as A(1-exp(-x/kappa)): diminishing returns"
+    locates = True
+    sign_param = "amplitude"
+    magnitude_doc = "the level of the cause by which half of the saturating rise is reached"
+
+    def sample_params(self, parent, child, sign, rng, **extra):
+        # The curve starts two sd below the parent's mean and bends within its range, so the diminishing
+        # returns are visible in the data rather than flat beyond it.
+        origin = parent.mean - 2.0 * parent.sd
+        kappa = parent.sd * rng.uniform(0.8, 1.8)
+        amplitude = _sign(sign) * _strength(rng) * child.sd * 1.6
+        return {
+            "amplitude": rounded(amplitude),
+            "kappa": rounded(kappa),
+            "origin": rounded(origin),
+            "center": rounded(parent.mean),
+        }
+
+    def apply(self, inputs, params, rng):
+        a, k, o = params["amplitude"], params["kappa"], params["origin"]
+        return saturation_curve(inputs["x"], a, k, o) - saturation_curve(params["center"], a, k, o)
+
+    def describe(self, p):
+        half = p["origin"] + p["kappa"] * np.log(2)
+        return f"saturating rise of up to {p['amplitude']:g} above {p['origin']:g}, half of it by {half:.4g}"
+
+    def statistic(self, p):  # the parent level where half the rise is reached; tolerance in parent sd
+        return "half_saturation", round(p["origin"] + p["kappa"] * math.log(2), 6), 0.35 * p["parent_sd"]
+
+    def unsuitable(self, parent, child):
+        if parent.dtype == "binary":
+            return f"saturation needs a continuous parent, {parent.name!r} is binary"
+        return super().unsuitable(parent, child)
 
 
 # --- lag ------------------------------------------------------------------------------------------
-def lag_params(parent: Scale, child: Scale, sign: str, rng: np.random.Generator) -> Params:
-    beta = _sign(sign) * _strength(rng) * child.sd / parent.sd
-    return {"beta": _r(beta), "lag": int(rng.integers(3, 22)), "center": _r(parent.mean)}
-
-
 def shift_periods(panel: np.ndarray, lag: int, fill: float) -> np.ndarray:
     """Shift a (units, periods) array `lag` periods later; the first `lag` periods take `fill`."""
     out = np.full_like(panel, fill, dtype=float)
@@ -106,124 +224,178 @@ def shift_periods(panel: np.ndarray, lag: int, fill: float) -> np.ndarray:
     return out
 
 
-def lag(parents: Arrays, params: Params, rng: np.random.Generator) -> np.ndarray:
-    """x is a (units, periods) panel; the child at t responds to the parent at t - lag."""
-    shifted = shift_periods(parents["x"], params["lag"], params["center"])
-    return params["beta"] * (shifted - params["center"])
+TIME_VARYING = ("panel", "event")
+
+
+class Lag(Mechanism):
+    kind = "lag"
+    summary = "child responds to the parent `lag` periods earlier"
+    inputs = ("panel",)  # x arrives as a (units, periods) panel and the result is moved to the child's grain
+    magnitude_doc = "the delay in days between a change in the cause and the response"
+
+    def sample_params(self, parent, child, sign, rng, **extra):
+        beta = _sign(sign) * _strength(rng) * child.sd / parent.sd
+        return {"beta": rounded(beta), "lag": int(rng.integers(3, 22)), "center": rounded(parent.mean)}
+
+    def apply(self, inputs, params, rng):
+        """x is a (units, periods) panel; the child at t responds to the parent at t - lag."""
+        shifted = shift_periods(inputs["x"], params["lag"], params["center"])
+        return params["beta"] * (shifted - params["center"])
+
+    def describe(self, p):
+        return f"slope {p['beta']:g} on the parent {p['lag']} periods earlier"
+
+    def statistic(self, p):
+        return "lag_periods", float(p["lag"]), 1.5
+
+    def unsuitable(self, parent, child):
+        if parent.grain not in TIME_VARYING or child.grain not in TIME_VARYING:
+            return "lag needs a time-varying parent and child"
+        return super().unsuitable(parent, child)
 
 
 # --- interaction ----------------------------------------------------------------------------------
-def interaction_params(
-    parent: Scale, child: Scale, sign: str, rng: np.random.Generator, moderator: Scale | None = None
-) -> Params:
-    assert moderator is not None, "interaction needs a moderator scale"
-    beta = _sign(sign) * _strength(rng) * child.sd / parent.sd
-    return {
-        "beta": _r(beta),
-        "center": _r(parent.mean),
-        "moderator_center": _r(moderator.mean),
-        "moderator_scale": _r(moderator.sd),
-    }
+class Interaction(Mechanism):
+    kind = "interaction"
+    summary = "parent's slope scales with a second parent"
+    inputs = ("moderator",)
+    magnitude_doc = "slope per unit of the cause per standard deviation of the moderating cause"
 
+    def sample_params(self, parent, child, sign, rng, moderator: Scale | None = None, **extra):
+        if moderator is None:
+            raise ValueError("interaction needs a moderator scale")
+        beta = _sign(sign) * _strength(rng) * child.sd / parent.sd
+        return {
+            "beta": rounded(beta),
+            "center": rounded(parent.mean),
+            "moderator_center": rounded(moderator.mean),
+            "moderator_scale": rounded(moderator.sd),
+        }
 
-def interaction(parents: Arrays, params: Params, rng: np.random.Generator) -> np.ndarray:
-    """beta * (x - cx) * z, z the standardised moderator: x matters more where the moderator is high."""
-    z = (parents["moderator"] - params["moderator_center"]) / params["moderator_scale"]
-    return params["beta"] * (parents["x"] - params["center"]) * z
+    def apply(self, inputs, params, rng):
+        """beta * (x - cx) * z, z the standardised moderator: x matters more where the moderator is high."""
+        z = (inputs["moderator"] - params["moderator_center"]) / params["moderator_scale"]
+        return params["beta"] * (inputs["x"] - params["center"]) * z
+
+    def describe(self, p):
+        return f"slope {p['beta']:g} per unit of parent per moderator standard deviation"
+
+    def statistic(self, p):
+        return "interaction_coefficient", p["beta"], 0.3 * abs(p["beta"])
+
+    def effect_size(self, p):
+        return p["beta"]
 
 
 # --- seasonal -------------------------------------------------------------------------------------
-def seasonal_params(parent: Scale, child: Scale, sign: str, rng: np.random.Generator) -> Params:
-    beta = _sign(sign) * _strength(rng) * child.sd / parent.sd
-    return {
-        "beta": _r(beta),
-        "amplitude": _r(rng.uniform(0.5, 0.9)),
-        "period": int(rng.choice([7, 28])),
-        "phase": _r(rng.uniform(0, 2 * np.pi)),
-        "center": _r(parent.mean),
-    }
+class Seasonal(Mechanism):
+    kind = "seasonal"
+    summary = "parent's slope cycles with a weekly or four-weekly period"
+    inputs = ("t",)
+    magnitude_doc = "the seasonal swing of the effect as a share of its average slope"
 
+    def sample_params(self, parent, child, sign, rng, **extra):
+        beta = _sign(sign) * _strength(rng) * child.sd / parent.sd
+        return {
+            "beta": rounded(beta),
+            "amplitude": rounded(rng.uniform(0.5, 0.9)),
+            "period": int(rng.choice([7, 28])),
+            "phase": rounded(rng.uniform(0, 2 * np.pi)),
+            "center": rounded(parent.mean),
+        }
 
-def seasonal(parents: Arrays, params: Params, rng: np.random.Generator) -> np.ndarray:
-    """The parent's effect swells and shrinks over a weekly or four-weekly cycle."""
-    cycle = np.sin(2 * np.pi * parents["t"] / params["period"] + params["phase"])
-    return params["beta"] * (parents["x"] - params["center"]) * (1 + params["amplitude"] * cycle)
+    def apply(self, inputs, params, rng):
+        """The parent's effect swells and shrinks over a weekly or four-weekly cycle."""
+        cycle = np.sin(2 * np.pi * inputs["t"] / params["period"] + params["phase"])
+        return params["beta"] * (inputs["x"] - params["center"]) * (1 + params["amplitude"] * cycle)
+
+    def describe(self, p):
+        return f"slope {p['beta']:g} modulated +-{p['amplitude']:g} over a {p['period']}-period cycle"
+
+    def statistic(self, p):
+        return "seasonal_amplitude", p["amplitude"], 0.2
+
+    def unsuitable(self, parent, child):
+        if parent.grain not in TIME_VARYING or child.grain not in TIME_VARYING:
+            return "seasonal needs a time-varying parent and child"
+        return super().unsuitable(parent, child)
 
 
 # --- categorical ----------------------------------------------------------------------------------
-def categorical_params(parent: Scale, child: Scale, sign: str, rng: np.random.Generator) -> Params:
-    raw = rng.normal(0, 1, len(parent.levels))
-    raw = (raw - raw.mean()) / max(raw.std(), 1e-9)
-    shifts = raw * rng.uniform(0.7, 1.1) * child.sd
-    return {"shifts": {lvl: _r(s) for lvl, s in zip(parent.levels, shifts, strict=False)}}
+class Categorical(Mechanism):
+    kind = "categorical"
+    summary = "each level of the parent shifts the child"
+    sign_param = None
+    magnitude_doc = "the spread between the highest and the lowest category's level"
 
+    def sample_params(self, parent, child, sign, rng, **extra):
+        raw = rng.normal(0, 1, len(parent.levels))
+        raw = (raw - raw.mean()) / max(raw.std(), 1e-9)
+        shifts = raw * rng.uniform(0.7, 1.1) * child.sd
+        return {"shifts": {lvl: rounded(s) for lvl, s in zip(parent.levels, shifts, strict=False)}}
 
-def categorical(parents: Arrays, params: Params, rng: np.random.Generator) -> np.ndarray:
-    """x holds level codes (indices into the parent's levels, in the contract's order)."""
-    table = np.array(list(params["shifts"].values()))
-    return table[parents["x"].astype(np.int64)]
+    def apply(self, inputs, params, rng):
+        """x holds level codes (indices into the parent's levels, in the contract's order)."""
+        table = np.array(list(params["shifts"].values()))
+        return table[inputs["x"].astype(np.int64)]
+
+    def describe(self, p):
+        return "level shifts " + ", ".join(f"{k} {v:+g}" for k, v in p["shifts"].items())
+
+    def statistic(self, p):
+        spread = max(p["shifts"].values()) - min(p["shifts"].values())
+        return "level_shift_range", round(spread, 6), 0.25 * spread
+
+    def effect_size(self, p):
+        return max(p["shifts"].values()) - min(p["shifts"].values())
+
+    def unsuitable(self, parent, child):
+        return None if parent.dtype == "categorical" else "categorical needs a categorical parent"
 
 
 # --- ratio ----------------------------------------------------------------------------------------
-def ratio_params(
-    parent: Scale, child: Scale, sign: str, rng: np.random.Generator, denominator: Scale | None = None
-) -> Params:
-    assert denominator is not None, "ratio needs the denominator's scale"
-    per_capacity_sd = parent.sd / denominator.mean
-    beta = _sign(sign) * _strength(rng) * child.sd / per_capacity_sd
-    return {"beta": _r(beta), "center": _r(parent.mean / denominator.mean)}
+class Ratio(Mechanism):
+    kind = "ratio"
+    summary = "child follows the parent per unit of capacity"
+    inputs = ("denominator",)
+    magnitude_doc = "slope per unit of the cause per unit of capacity"
 
+    def sample_params(self, parent, child, sign, rng, denominator: Scale | None = None, **extra):
+        if denominator is None:
+            raise ValueError("ratio needs the denominator's scale")
+        per_capacity_sd = parent.sd / denominator.mean
+        beta = _sign(sign) * _strength(rng) * child.sd / per_capacity_sd
+        return {"beta": rounded(beta), "center": rounded(parent.mean / denominator.mean)}
 
-def ratio(parents: Arrays, params: Params, rng: np.random.Generator) -> np.ndarray:
-    """The child follows the parent per unit of capacity (orders per kitchen station, ...)."""
-    return params["beta"] * (parents["x"] / parents["denominator"] - params["center"])
+    def apply(self, inputs, params, rng):
+        """The child follows the parent per unit of capacity (orders per kitchen station, ...)."""
+        return params["beta"] * (inputs["x"] / inputs["denominator"] - params["center"])
 
+    def describe(self, p):
+        return f"slope {p['beta']:g} per unit of parent per unit of capacity"
 
-@dataclass(frozen=True)
-class Mechanism:
-    kind: str
-    apply: Callable[[Arrays, Params, np.random.Generator], np.ndarray]
-    sample_params: Callable[..., Params]
-    summary: str
+    def statistic(self, p):
+        return "per_capacity_slope", p["beta"], 0.25 * abs(p["beta"])
+
+    def effect_size(self, p):
+        return p["beta"]
 
 
 MECHANISMS: dict[str, Mechanism] = {
-    m.kind: m
-    for m in (
-        Mechanism("monotone", monotone, monotone_params, "child moves by beta per unit of parent (or of log1p parent)"),
-        Mechanism("threshold", threshold, threshold_params, "child steps by jump once parent exceeds tau"),
-        Mechanism(
-            "saturation", saturation, saturation_params, "child rises as A(1-exp(-x/kappa)): diminishing returns"
-        ),
-        Mechanism("lag", lag, lag_params, "child responds to the parent `lag` periods earlier"),
-        Mechanism("interaction", interaction, interaction_params, "parent's slope scales with a second parent"),
-        Mechanism("seasonal", seasonal, seasonal_params, "parent's slope cycles with a weekly or four-weekly period"),
-        Mechanism("categorical", categorical, categorical_params, "each level of the parent shifts the child"),
-        Mechanism("ratio", ratio, ratio_params, "child follows the parent per unit of capacity"),
-    )
+    m.kind: m for m in (Monotone(), Threshold(), Saturation(), Lag(), Interaction(), Seasonal(), Categorical(), Ratio())
 }
+# Statistics estimated as regression coefficients: their tolerance widens to three standard errors.
+LINEAR_STATISTICS = frozenset(
+    {"slope", "log_slope", "per_capacity_slope", "interaction_coefficient", "level_shift_range"}
+)
 
 
-def describe(kind: str, params: Params) -> str:
-    """A one-line, human-readable statement of the planted relation, for the contract's note."""
-    p = params
-    match kind:
-        case "monotone":
-            return (
-                f"{p['transform']} slope {p['beta']:g} per unit of {'log1p ' if p['transform'] == 'log' else ''}parent"
-            )
-        case "threshold":
-            return f"step of {p['jump']:g} once the parent exceeds {p['tau']:g}"
-        case "saturation":
-            return f"saturating rise of up to {p['amplitude']:g} above {p['origin']:g}, half of it by {p['origin'] + p['kappa'] * np.log(2):.4g}"
-        case "lag":
-            return f"slope {p['beta']:g} on the parent {p['lag']} periods earlier"
-        case "interaction":
-            return f"slope {p['beta']:g} per unit of parent per moderator standard deviation"
-        case "seasonal":
-            return f"slope {p['beta']:g} modulated +-{p['amplitude']:g} over a {p['period']}-period cycle"
-        case "categorical":
-            return "level shifts " + ", ".join(f"{k} {v:+g}" for k, v in p["shifts"].items())
-        case "ratio":
-            return f"slope {p['beta']:g} per unit of parent per unit of capacity"
-    raise KeyError(kind)
+def resolve(kind: str, draw: dict, sign: str, parent: Scale, extra: dict[str, Scale]) -> Params:
+    """Natural-unit parameters of an edge from its contract draw and its parent's realised scale.
+
+    Deterministic in the draw's seed, so the contract alone regenerates them.
+    """
+    child = Scale(mean=draw["child_mean"], sd=draw["child_sd"])
+    params = MECHANISMS[kind].sample_params(parent, child, sign, np.random.default_rng(draw["seed"]), **extra)
+    params["parent_sd"] = rounded(parent.sd)
+    return params

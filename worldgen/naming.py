@@ -31,12 +31,6 @@ def apply_case(name: str, style: str) -> str:
     return "_".join(w.lower() for w in words)
 
 
-def format_key(template: str, prefix: str, numbers: np.ndarray) -> list[str]:
-    """Render integer ids with a key template (vectorised enough for 10^5 keys)."""
-    fields = {"P": prefix.upper(), "p": prefix.lower(), "PP": (prefix.upper() * 2)[:3]}
-    return [template.format(n=int(n), **fields) for n in numbers]
-
-
 def key_column(entity: str, rng: np.random.Generator, case: str) -> str:
     base = entity if rng.random() < 0.5 else entity[: max(3, len(entity) // 2)]
     return apply_case(f"{base}_{KEY_SUFFIXES[int(rng.integers(len(KEY_SUFFIXES)))]}", case)

@@ -27,7 +27,6 @@ from worldgen.defects import (
     UnitDrift,
 )
 from worldgen.naming import STRFTIME
-from worldgen.packs import DomainPack
 
 
 @dataclass(frozen=True)
@@ -58,18 +57,17 @@ class ObservedFile:
 
 def project(
     contract: Contract,
-    pack: DomainPack,
     state: CanonicalState,
     rng: np.random.Generator,
     settings: DefectSettings = DefectSettings(),
 ) -> list[ObservedFile]:
-    """Every deliverable's clean view with its defects applied, in contract order."""
+    """Every deliverable's clean view with its defects applied, in contract order (the sealed contract is
+    the whole specification: which system reports what, in which units, and which units it may drift to)."""
     files = []
-    variables = {v.name: v for v in contract.variables}
     for d in contract.deliverables:
-        clean = clean_view(d, contract, pack, state)
+        clean = clean_view(d, contract, state)
         frame, records = with_day(clean, d), []
-        for defect in plan_defects(d, clean, contract, pack, variables, rng, settings):
+        for defect in plan_defects(d, contract, rng, settings):
             frame, record = defect.apply(frame, rng)
             if record.get("day_column") == DAY:
                 record["day_column"] = f"{d.columns[1].name} (its day)"
@@ -82,11 +80,12 @@ def _name(d: Deliverable, source: str) -> str:
     return next(c.name for c in d.columns if c.source == source)
 
 
-def clean_view(d: Deliverable, contract: Contract, pack: DomainPack, state: CanonicalState) -> pl.DataFrame:
+def clean_view(d: Deliverable, contract: Contract, state: CanonicalState) -> pl.DataFrame:
     """The system's view of X with observed column names and decimals, before any defect."""
     if d.grain == "schedule":
         return _schedule_view(d, contract, state)
-    drifting = {v.name for v in pack.variables if v.alt_unit is not None} | {pack.entities.event.amount.name}
+    # Columns that may switch unit stay floats even when whole, so a switch to a finer unit can be recorded.
+    drifting = {v.name for v in contract.variables if v.alt_unit is not None} | {contract.measures.amount.name}
     table_of = {"units": "units", "parties": "parties", "events": "events", "event_detail": "events", "panel": "panel"}
     base = table_of[d.grain]
     cols = {}
@@ -130,82 +129,86 @@ def _schedule_view(d: Deliverable, contract: Contract, state: CanonicalState) ->
     return pl.concat(frames).sort([d.columns[2].name, d.columns[0].name, d.columns[1].name])
 
 
-def plan_defects(
-    d: Deliverable,
-    clean: pl.DataFrame,
-    contract: Contract,
-    pack: DomainPack,
-    variables: dict,
-    rng: np.random.Generator,
-    s: DefectSettings,
-) -> list[Defect]:
-    """Which defects hit this file: every world gets all six kinds somewhere."""
+UNIT_SWITCH_WINDOW = (0.3, 0.7)  # a system migrates units somewhere in the middle 40% of the timeline
+EVENT_RENAME_WINDOW = (0.55, 0.8)  # the event log's release renames a column in the second half
+FEEDBACK_RENAME_WINDOW = (0.5, 0.8)
+PANEL_MISSING_SHARE = 0.7  # daily files lose fewer values than event logs
+LATE_POSTING_RATE = 0.01  # without a feedback file, 1% of a daily file's rows are posted a day late
+FEEDBACK_DELAY_DAYS = 3  # feedback arrives up to three days after the event
+
+
+def plan_defects(d: Deliverable, contract: Contract, rng: np.random.Generator, s: DefectSettings) -> list[Defect]:
+    """Which defects hit this file: every world gets all six kinds somewhere (rng consumed in this order)."""
     if s.scale <= 0:
         return []
-    periods = contract.timeline.periods
-    value_cols = [c for c in d.columns if c.source.split(".", 1)[1] in variables]
-    defects: list[Defect] = []
-    if d.grain == "units":
-        defects.append(SpellingVariants(_name(d, "units.name"), s.rate(s.spelling_rate)))
-    elif d.grain == "events":
-        day = DAY
-        amount = pack.entities.event.amount
-        if value_cols:
-            defects.append(MissingValues(value_cols[int(rng.integers(len(value_cols)))].name, s.rate(s.missing_rate)))
-        assert amount.alt_unit is not None
-        defects.append(
-            UnitDrift(
-                _name(d, f"events.{amount.name}"),
-                day,
-                int(rng.integers(int(0.3 * periods), int(0.7 * periods))),
-                amount.alt_unit.factor,
-                amount.unit,
-                amount.alt_unit.name,
-                2,
-            )
-        )
+    planner = _DefectPlanner(d, contract, rng, s)
+    match d.grain:
+        case "units":
+            return [SpellingVariants(_name(d, "units.name"), s.rate(s.spelling_rate))]
+        case "events":
+            return planner.event_log()
+        case "panel":
+            return planner.daily_file()
+        case "event_detail":
+            return planner.feedback_file()
+    return []  # change logs keep exact effective dates: a late entry would shift every lag estimated from it
+
+
+class _DefectPlanner:
+    def __init__(self, d: Deliverable, contract: Contract, rng: np.random.Generator, s: DefectSettings):
+        self.d, self.contract, self.rng, self.s = d, contract, rng, s
+        self.variables = {v.name: v for v in contract.variables}
+        self.value_cols = [c for c in d.columns if c.source.split(".", 1)[1] in self.variables]
+
+    def day_in(self, window: tuple[float, float]) -> int:
+        periods = self.contract.timeline.periods
+        return int(self.rng.integers(int(window[0] * periods), int(window[1] * periods)))
+
+    def event_log(self) -> list[Defect]:
+        d, rng, s = self.d, self.rng, self.s
+        amount = self.contract.measures.amount
+        defects: list[Defect] = []
+        if self.value_cols:
+            column = self.value_cols[int(rng.integers(len(self.value_cols)))].name
+            defects.append(MissingValues(column, s.rate(s.missing_rate)))
+        if amount.alt_unit is None:  # validate_contract requires it; guard the invariant all the same
+            raise ValueError("the event amount needs an alternative unit to drift to")
+        switch = self.day_in(UNIT_SWITCH_WINDOW)
+        column = _name(d, f"events.{amount.name}")
+        alt = amount.alt_unit
+        defects.append(UnitDrift(column, DAY, switch, alt.factor, amount.unit, alt.name, amount.decimals))
         defects.append(Duplicates(s.rate(s.duplicate_rate)))
-        target = value_cols[-1] if value_cols else next(c for c in d.columns if c.source == f"events.{amount.name}")
-        defects.append(
-            SchemaDrift(
-                target.name, _renamed(target.name, rng), day, int(rng.integers(int(0.55 * periods), int(0.8 * periods)))
-            )
-        )
-    elif d.grain == "schedule":
-        pass  # change logs keep exact effective dates: a late entry would shift every lag estimated from it
-    elif d.grain == "panel":
-        date = d.columns[1].name
-        for c in value_cols:
-            defects.append(MissingValues(c.name, s.rate(s.missing_rate * 0.7)))
-            v = variables[c.source.split(".", 1)[1]]
-            alt = pack.variable(v.name).alt_unit
-            if alt is not None:  # a system migration: every drift-able variable switches unit at some point
-                defects.append(
-                    UnitDrift(
-                        c.name,
-                        date,
-                        int(rng.integers(int(0.3 * periods), int(0.7 * periods))),
-                        alt.factor,
-                        v.unit,
-                        alt.name,
-                        pack.variable(v.name).decimals,
-                    )
-                )
-        if not any(x.grain == "event_detail" for x in contract.deliverables) and d is _first_panel(contract):
-            defects.append(ReportingDelay(date, s.rate(0.01), 1))  # a few days' rows posted under the next day
-    elif d.grain == "event_detail":
-        for c in value_cols:
-            defects.append(MissingValues(c.name, s.rate(s.missing_rate)))
+        amount_col = next(c for c in d.columns if c.source == f"events.{amount.name}")
+        target = self.value_cols[-1] if self.value_cols else amount_col
+        renamed = _renamed(target.name, rng)
+        defects.append(SchemaDrift(target.name, renamed, DAY, self.day_in(EVENT_RENAME_WINDOW)))
+        return defects
+
+    def daily_file(self) -> list[Defect]:
+        s = self.s
+        date = self.d.columns[1].name
+        defects: list[Defect] = []
+        for c in self.value_cols:
+            defects.append(MissingValues(c.name, s.rate(s.missing_rate * PANEL_MISSING_SHARE)))
+            v = self.variables[c.source.split(".", 1)[1]]
+            if v.alt_unit is not None:  # a system migration: every drift-able variable switches unit at some point
+                switch = self.day_in(UNIT_SWITCH_WINDOW)
+                defects.append(UnitDrift(c.name, date, switch, v.alt_unit.factor, v.unit, v.alt_unit.name, v.decimals))
+        has_feedback = any(x.grain == "event_detail" for x in self.contract.deliverables)
+        if not has_feedback and self.d is _first_panel(self.contract):
+            defects.append(ReportingDelay(date, s.rate(LATE_POSTING_RATE), 1))
+        return defects
+
+    def feedback_file(self) -> list[Defect]:
+        rng, s = self.rng, self.s
+        defects: list[Defect] = [MissingValues(c.name, s.rate(s.missing_rate)) for c in self.value_cols]
         # Feedback arrives days after the event; only a join on the event key puts it back on the right day.
-        defects.append(ReportingDelay(d.columns[1].name, s.rate(s.delay_rate), 3, step=86400))
-        if value_cols:
-            c = value_cols[int(rng.integers(len(value_cols)))]
-            defects.append(
-                SchemaDrift(
-                    c.name, _renamed(c.name, rng), DAY, int(rng.integers(int(0.5 * periods), int(0.8 * periods)))
-                )
-            )
-    return defects
+        defects.append(ReportingDelay(self.d.columns[1].name, s.rate(s.delay_rate), FEEDBACK_DELAY_DAYS, step=86400))
+        if self.value_cols:
+            c = self.value_cols[int(rng.integers(len(self.value_cols)))]
+            renamed = _renamed(c.name, rng)
+            defects.append(SchemaDrift(c.name, renamed, DAY, self.day_in(FEEDBACK_RENAME_WINDOW)))
+        return defects
 
 
 def _first_panel(contract: Contract) -> Deliverable | None:

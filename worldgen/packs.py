@@ -18,7 +18,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contracts.errors import PackError, did_you_mean, raise_collected
-from contracts.model import MECHANISM_KINDS, Format, Grain
+from contracts.model import Format, Grain
+from worldgen.mechanisms import MECHANISMS, Role
 
 Dtype = Literal["float", "count", "binary", "categorical"]
 Pattern = Literal["signal", "policy"]
@@ -142,35 +143,35 @@ class DomainPack(_Strict):
         return graph
 
 
-TIME_VARYING = {"panel", "event"}
-NUMERIC = {"float", "count", "binary"}
+def role(v: Variable) -> Role:
+    return Role(name=v.name, dtype=v.dtype, grain=v.grain, pattern=v.pattern)
 
 
 def allowed_kind(kind: str, parent: Variable, child: Variable) -> str | None:
-    """Return why `kind` cannot link parent -> child, or None if it can."""
-    if kind not in MECHANISM_KINDS:
-        return f"unknown mechanism {kind!r}{did_you_mean(kind, MECHANISM_KINDS)}"
-    if kind == "categorical" and parent.dtype != "categorical":
-        return "categorical needs a categorical parent"
-    if kind != "categorical" and parent.dtype == "categorical":
-        return f"a categorical parent only takes 'categorical', not {kind!r}"
-    if kind in {"threshold", "saturation"} and parent.dtype == "binary":
-        return f"{kind} needs a continuous parent, {parent.name!r} is binary"
-    if kind in {"lag", "seasonal"} and (parent.grain not in TIME_VARYING or child.grain not in TIME_VARYING):
-        return f"{kind} needs a time-varying parent and child"
-    return None
+    """Return why `kind` cannot link parent -> child, or None if it can (each mechanism states its rules)."""
+    if kind not in MECHANISMS:
+        return f"unknown mechanism {kind!r}{did_you_mean(kind, MECHANISMS)}"
+    return MECHANISMS[kind].unsuitable(role(parent), role(child))
+
+
+MIN_VARIABLES = 12  # a pack must offer more variables than any one world's minimum of 8
+VOLUME_MEAN_RANGE = (0.3, 25)  # events per unit-day: enough to estimate effects, few enough to write quickly
+DECIMALS_PER_SD = 5  # a variable must be reported finer than a fifth of its spread
 
 
 def validate_pack(pack: DomainPack) -> None:
     """Check the pack's cross-references and rules, collecting every problem before raising."""
+    problems = _system_problems(pack) + _variable_problems(pack) + _edge_problems(pack)
+    raise_collected(PackError, f"domain pack {pack.domain!r}", problems)
+
+
+def _system_problems(pack: DomainPack) -> list[str]:
     problems: list[str] = []
     names = [v.name for v in pack.variables]
-    system_names = {s.name for s in pack.systems}
-    by_name = {v.name: v for v in pack.variables}
     if len(set(names)) != len(names):
         problems.append("variable names repeat")
-    if len(pack.variables) < 12:
-        problems.append(f"needs at least 12 variables, has {len(pack.variables)}")
+    if len(pack.variables) < MIN_VARIABLES:
+        problems.append(f"needs at least {MIN_VARIABLES} variables, has {len(pack.variables)}")
     for holds in ("units", "parties", "events"):
         count = sum(s.holds == holds for s in pack.systems)
         if count != 1:
@@ -180,15 +181,22 @@ def validate_pack(pack: DomainPack) -> None:
     volumes = [v for v in pack.variables if v.role == "volume"]
     if len(volumes) != 1:
         problems.append(f"needs exactly one variable with role 'volume', has {len(volumes)}")
+    low, high = VOLUME_MEAN_RANGE
     for v in volumes:
-        if v.grain != "panel" or not 0.3 <= v.mean <= 25:
+        if v.grain != "panel" or not low <= v.mean <= high:
             problems.append(
-                f"volume variable {v.name!r} must be panel grain with mean in [0.3, 25] events per unit-period"
+                f"volume variable {v.name!r} must be panel grain with mean in [{low}, {high}] events per unit-period"
             )
-    holds = {s.name: s.holds for s in pack.systems}
-    formats = {s.name: s.format for s in pack.systems}
     if pack.entities.event.amount.alt_unit is None:
         problems.append("the event amount needs an alt_unit (unit drift needs somewhere to happen)")
+    return problems
+
+
+def _variable_problems(pack: DomainPack) -> list[str]:
+    problems: list[str] = []
+    system_names = {s.name for s in pack.systems}
+    holds = {s.name: s.holds for s in pack.systems}
+    formats = {s.name: s.format for s in pack.systems}
     for v in pack.variables:
         where = f"variable {v.name!r}"
         home = holds.get(v.system)
@@ -210,13 +218,20 @@ def validate_pack(pack: DomainPack) -> None:
             problems.append(f"{where}: categorical variables need unit grain and >= 2 levels")
         if v.pattern == "policy" and v.grain != "panel":
             problems.append(f"{where}: pattern 'policy' needs panel grain")
-        if v.dtype in {"float", "count"} and v.pattern != "policy" and 10.0**-v.decimals > v.sd / 5:
+        if v.dtype in {"float", "count"} and v.pattern != "policy" and 10.0**-v.decimals > v.sd / DECIMALS_PER_SD:
             # Coarser reporting than a fifth of the spread flattens every slope the variable takes part in.
+            finest = v.sd / DECIMALS_PER_SD
             problems.append(
-                f"{where}: decimals {v.decimals} too coarse for sd {v.sd}; report at least {v.sd / 5:.2g} resolution"
+                f"{where}: decimals {v.decimals} too coarse for sd {v.sd}; report at least {finest:.2g} resolution"
             )
         if v.dtype != "categorical" and not v.min < v.mean < v.max:
             problems.append(f"{where}: mean {v.mean} must lie strictly inside [{v.min}, {v.max}]")
+    return problems
+
+
+def _edge_problems(pack: DomainPack) -> list[str]:
+    problems: list[str] = []
+    by_name = {v.name: v for v in pack.variables}
     graph = nx.DiGraph()
     for e in pack.edges:
         where = f"edge {e.parent}->{e.child}"
@@ -239,14 +254,14 @@ def validate_pack(pack: DomainPack) -> None:
             reason = allowed_kind(kind, parent, child)
             if reason:
                 problems.append(f"{where}: {reason}")
-    volume_names = [v.name for v in volumes]
-    if volume_names:
-        graph.add_edges_from((volume_names[0], v.name) for v in pack.variables if v.grain == "event")
+    volumes = [v.name for v in pack.variables if v.role == "volume"]
+    if volumes:
+        graph.add_edges_from((volumes[0], v.name) for v in pack.variables if v.grain == "event")
     if graph.number_of_nodes() and not nx.is_directed_acyclic_graph(graph):
         problems.append(
             f"edges contain a cycle (event variables count as children of the volume): {nx.find_cycle(graph)}"
         )
-    raise_collected(PackError, f"domain pack {pack.domain!r}", problems)
+    return problems
 
 
 def load_pack_file(path: Path) -> DomainPack:

@@ -13,11 +13,13 @@ import networkx as nx
 import numpy as np
 
 from contracts.errors import PackError
+from worldgen.mechanisms import MECHANISMS
 from worldgen.packs import DomainPack
 
-MIN_NODES = 8
-MIN_LONGEST_PATH = 3
-MAX_ATTEMPTS = 400
+MIN_NODES = 8  # fewer variables make a world too small to hide its causes among
+MIN_LONGEST_PATH = 3  # a chain of three edges gives cause and consequence tasks at different depths
+MAX_ATTEMPTS = 400  # draws before a pack is declared unable to give a valid DAG (packs pass in a handful)
+KEEP_SHARE = (0.35, 0.8)  # each world keeps a share of the pack's candidate edges drawn from this range
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ def sample_skeleton(pack: DomainPack, rng: np.random.Generator, focus: str | Non
     volume = next(v.name for v in pack.variables if v.role == "volume")
     edges = sorted(candidates.edges)
     for _ in range(MAX_ATTEMPTS):
-        keep_p = rng.uniform(0.35, 0.8)
+        keep_p = rng.uniform(*KEEP_SHARE)
         kept = [e for e, u in zip(edges, rng.random(len(edges)), strict=False) if u < keep_p]
         graph = nx.DiGraph(kept)
         if volume not in graph:
@@ -80,14 +82,13 @@ def _choose_kinds(pack: DomainPack, graph: nx.DiGraph, rng: np.random.Generator)
             p for p in graph.predecessors(child) if p != parent and pack.variable(p).dtype in {"float", "count"}
         ]
         if not moderators:
-            kinds = [k for k in kinds if k != "interaction"]
+            kinds = [k for k in kinds if "moderator" not in MECHANISMS[k].inputs]
         source = pack.variable(parent)
         if (source.pattern == "policy" or source.grain == "unit") and len(kinds) > 1:
             # A management lever or a unit attribute takes few distinct values (one per unit at most), so
             # neither the location of a step nor the bend of a curve between them is identifiable.
-            kinds = [k for k in kinds if k not in {"threshold", "saturation"}] or kinds
-        # Monotone is listed for almost every edge; halve its weight so richer mechanisms get planted too.
-        weights = np.array([0.5 if k == "monotone" else 1.0 for k in kinds])
+            kinds = [k for k in kinds if not MECHANISMS[k].locates] or kinds
+        weights = np.array([MECHANISMS[k].weight for k in kinds])
         chosen.append((parent, child, kinds[int(rng.choice(len(kinds), p=weights / weights.sum()))]))
     return tuple(chosen)
 

@@ -1,6 +1,6 @@
 """Audited world -> tasks: cause and consequence questions with rubrics grounded on the generation record.
 
-Selection (`contract.task_nodes`): per depth bucket, the largest in-degree node gets a *cause* task and the
+Selection (`phenomena.task_nodes`): per depth bucket, the largest in-degree node gets a *cause* task and the
 largest out-degree node a *consequence* task. Every rubric item is backed by a contract phenomenon that the
 audit recovered from the observed files; items whose phenomenon was not recovered are left out, and a task
 whose core finding was not recovered is not emitted. Expected answers come from the contract's targets,
@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 import networkx as nx
 import numpy as np
 
-from contracts.model import Contract, Phenomenon
+from contracts.audit import AuditReport
+from contracts.model import Contract, Edge, Phenomenon
 from rubrics.grade import grade_rules
 from rubrics.model import Check, RubricItem, Task
-from worldgen.contract import task_nodes
+from worldgen.mechanisms import MECHANISMS
+from worldgen.phenomena import task_nodes
 
 PROMPTS = {
     "cause": [
@@ -48,27 +51,42 @@ def label(name: str) -> str:
     return name.replace("_", " ")
 
 
-def _direction(edge_params: dict, kind: str) -> str | None:
-    key = {"threshold": "jump", "saturation": "amplitude", "categorical": None}.get(kind, "beta")
-    if key is None:
-        return None
-    return "+" if edge_params[key] > 0 else "-"
+def _direction(edge: Edge) -> str | None:
+    return MECHANISMS[edge.kind].direction(edge.params)
 
 
-def build_tasks(contract: Contract, audit: dict, rng: np.random.Generator) -> list[Task]:
+@dataclass(frozen=True)
+class World:
+    """What a task builder reads: the sealed contract, its DAG, and what the audit recovered from E."""
+
+    contract: Contract
+    graph: nx.DiGraph
+    edges: dict[str, Edge]  # "parent->child" -> edge
+    phenomena: dict[str, Phenomenon]
+    recovered: dict[str, float]  # phenomenon id -> the blind estimate from the cleaned files
+    raw: dict[str, float]  # phenomenon id -> what the uncleaned files give
+    directions: dict[str, float]  # edge id -> sign of the effect the blind analysis found
+
+    @classmethod
+    def of(cls, contract: Contract, audit: AuditReport) -> World:
+        return cls(
+            contract=contract,
+            graph=nx.DiGraph([(e.parent, e.child) for e in contract.edges]),
+            edges={f"{e.parent}->{e.child}": e for e in contract.edges},
+            phenomena={ph.id: ph for ph in contract.phenomena},
+            recovered=audit.recovered,
+            raw=audit.raw_estimates,
+            directions=audit.directions,
+        )
+
+
+def build_tasks(contract: Contract, audit: AuditReport, rng: np.random.Generator) -> list[Task]:
     """Every task the audited world supports, in selection order."""
-    recovered = _recovered(audit)
-    raw = _raw_estimates(audit)
-    directions = next(
-        (c["details"].get("directions", {}) for c in audit["checks"] if c["name"] == "recoverability"), {}
-    )
-    phenomena = {ph.id: ph for ph in contract.phenomena}
-    graph = nx.DiGraph([(e.parent, e.child) for e in contract.edges])
-    edges = {f"{e.parent}->{e.child}": e for e in contract.edges}
+    world = World.of(contract, audit)
     tasks = []
     for kind, node in task_nodes(contract):
         builder = _cause if kind == "cause" else _consequence
-        built = builder(node, contract, graph, edges, phenomena, recovered, raw, directions)
+        built = builder(world, node)
         if built is None:
             continue
         rubric, expected, reference, files = built
@@ -96,22 +114,9 @@ def build_tasks(contract: Contract, audit: dict, rng: np.random.Generator) -> li
     return tasks
 
 
-def _recovered(audit: dict) -> dict[str, float]:
-    """Phenomena the audit recovered from the cleaned observed files: id -> the blind estimate."""
-    for check in audit["checks"]:
-        if check["name"] == "recoverability":
-            return {r["id"]: r["estimate"] for r in check["details"].get("phenomena", []) if r["within"]}
-    return {}
-
-
-def _raw_estimates(audit: dict) -> dict[str, float]:
-    for check in audit["checks"]:
-        if check["name"] == "non_triviality":
-            return {r["id"]: r["estimate"] for r in check["details"].get("phenomena", []) if r["estimate"] is not None}
-    return {}
-
-
-def _cause(node, contract, graph, edges, phenomena, recovered, raw, directions):
+# size: the cause rubric in one place until issue 7 reworks it into one helper per item family
+def _cause(world: World, node: str):
+    graph, edges, phenomena, recovered, raw = world.graph, world.edges, world.phenomena, world.recovered, world.raw
     change_id = f"change:{node}"
     if change_id not in recovered:
         return None
@@ -183,7 +188,7 @@ def _cause(node, contract, graph, edges, phenomena, recovered, raw, directions):
             expected["drivers"].append(
                 {
                     "variable": parent,
-                    "direction": _direction(edges[f"{parent}->{node}"].params, edges[f"{parent}->{node}"].kind) or "+",
+                    "direction": _direction(edges[f"{parent}->{node}"]) or "+",
                 }
             )
             reference["drivers"].append({"variable": parent, "direction": expected["drivers"][-1]["direction"]})
@@ -249,7 +254,9 @@ def _cause(node, contract, graph, edges, phenomena, recovered, raw, directions):
     return rubric, expected, reference, files
 
 
-def _consequence(node, contract, graph, edges, phenomena, recovered, raw, directions):
+# size: the consequence rubric in one place until issue 7 reworks it into one helper per item family
+def _consequence(world: World, node: str):
+    graph, edges, phenomena, recovered = world.graph, world.edges, world.phenomena, world.recovered
     rubric, effects, ref_effects, files = [], [], [], set()
     for child in sorted(graph.successors(node)):
         edge_id = f"edge:{node}->{child}"
@@ -257,8 +264,8 @@ def _consequence(node, contract, graph, edges, phenomena, recovered, raw, direct
             continue
         edge, ph = edges[f"{node}->{child}"], phenomena[edge_id]
         files |= set(ph.files)
-        direction = _direction(edge.params, edge.kind)
-        ref_sign = directions.get(f"{node}->{child}")
+        direction = _direction(edge)
+        ref_sign = world.directions.get(f"{node}->{child}")
         ref_direction = None if ref_sign is None else ("+" if ref_sign > 0 else "-")
         moves = f", pushed {'up' if direction == '+' else 'down'} as {label(node)} rises." if direction else "."
         rubric.append(
@@ -328,6 +335,7 @@ def _consequence(node, contract, graph, edges, phenomena, recovered, raw, direct
     return rubric, {"variable": node, "effects": effects}, {"variable": node, "effects": ref_effects}, files
 
 
+# size: one keyword per RubricItem field
 def _item(
     polarity: str, kind: str, id: str, points: float, criterion: str, check: Check, phenomenon: str | None = None
 ) -> RubricItem:

@@ -1,4 +1,5 @@
-"""Writers: canonical Parquet, observed files in their formats, JSON records; all byte-deterministic.
+"""The write stage: a world directory (contract, ledger, canonical X, projection record, observed E, manifest)
+and the writers it uses, all byte-deterministic.
 
 XLSX is a zip whose entries carry wall-clock times and whose core properties carry a creation date, so it
 is written through openpyxl into memory and re-zipped with fixed timestamps.
@@ -12,10 +13,19 @@ import json
 import re
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from openpyxl import Workbook
+
+from contracts.hashing import column_sha256, file_sha256
+from contracts.model import SCHEMA_VERSION, Contract
+
+if TYPE_CHECKING:
+    from contracts.audit import AuditReport
+    from worldgen.canonical import CanonicalState
+    from worldgen.observe import DefectSettings, ObservedFile
+    from worldgen.seeding import Streams
 
 FIXED_TIME = dt.datetime(2000, 1, 1)
 ZIP_TIME = (2000, 1, 1, 0, 0, 0)
@@ -77,3 +87,105 @@ def _rezip_deterministic(data: bytes, path: Path) -> None:
             fixed.compress_type = zipfile.ZIP_DEFLATED
             fixed.external_attr = 0o600 << 16
             dst.writestr(fixed, content)
+
+
+def write_world(
+    root: Path,
+    contract: Contract,
+    state: CanonicalState,
+    observed: list[ObservedFile],
+    streams: Streams,
+    settings: DefectSettings,
+) -> dict:
+    """Write every file of a world under `root`; return its manifest entry."""
+    (root / "canonical").mkdir(parents=True)
+    (root / "observed").mkdir()
+    (root / "tasks").mkdir()
+    dump_json(root / "contract.json", contract.model_dump(mode="json"))
+    for table, columns in state.tables.items():
+        write_parquet(pl.DataFrame(dict(columns), strict=False), root / "canonical" / f"{table}.parquet")
+    projection = {
+        "schema_version": SCHEMA_VERSION,
+        "world_id": contract.world_id,
+        "settings": {"defect_scale": settings.scale},
+        "seed": streams.record("defects"),
+        "files": [],
+    }
+    for f in observed:
+        d = f.deliverable
+        sheets_by = next((c.name for c in d.columns if c.source == "units.region"), None) if d.sheets else None
+        write_observed(f.rendered(contract), root / "observed" / d.file, d.format, d.system, sheets_by)
+        conventions = {c.name: {"source": c.source, "format": c.format} for c in d.columns if c.format}
+        projection["files"].append(
+            {
+                "file": d.file,
+                "system": d.system,
+                "rows_clean": f.clean.height,
+                "rows_observed": f.frame.height,
+                "conventions": conventions,
+                "defects": f.records,
+            }
+        )
+    dump_json(root / "projection.json", projection, indent=None)  # row lists make an indented file huge
+    dump_jsonl(root / "ledger.jsonl", state.ledger + [_projection_step(root, state, observed, streams)])
+    dump_json(root / "world.json", _manifest(root, contract, state))
+    return {
+        "world_id": contract.world_id,
+        "seed": contract.seed,
+        "index": contract.index,
+        "domain": contract.domain,
+        "status": "built",
+    }
+
+
+def _manifest(root: Path, contract: Contract, state: CanonicalState) -> dict:
+    """world.json: identity, sizes, and the sha256 of every file written so far."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "world_id": contract.world_id,
+        "seed": contract.seed,
+        "index": contract.index,
+        "domain": contract.domain,
+        "persona_id": contract.persona.id,
+        "size": contract.size,
+        "status": "built",
+        "sizes": {e.table: e.count for e in contract.entities}
+        | {
+            "panel": len(state.column("panel", "day")),
+            "variables": len(contract.variables),
+            "edges": len(contract.edges),
+            "systems": len({d.system for d in contract.deliverables}),
+            "files": len(contract.deliverables),
+        },
+        "files": {
+            path.relative_to(root).as_posix(): file_sha256(path)
+            for path in sorted(p for p in root.rglob("*") if p.is_file())
+        },
+    }
+
+
+def _projection_step(root: Path, state: CanonicalState, observed: list[ObservedFile], streams: Streams) -> dict:
+    """The ledger's last record: X read in full, the observed files written, every defect recorded."""
+    return {
+        "step": len(state.ledger),
+        "name": "projection",
+        "variables": [],
+        "seed": streams.record("defects"),
+        "inputs": {
+            f"{t}.{c}": column_sha256(v) for t, cols in sorted(state.tables.items()) for c, v in sorted(cols.items())
+        },
+        "outputs": {
+            f"observed/{f.deliverable.file}": file_sha256(root / "observed" / f.deliverable.file) for f in observed
+        },
+        "rows": {f.deliverable.file: f.frame.height for f in observed},
+        "checks": {"defects_recorded": sum(len(f.records) for f in observed), "canonical_unchanged": True},
+    }
+
+
+def record_verdict(meta_path: Path, report: AuditReport, task_ids: list[str]) -> None:
+    """Stamp the audit's verdict and the task ids into world.json once the world is audited."""
+    meta = json.loads(meta_path.read_text())
+    meta["status"] = report.verdict
+    meta["audit"] = {"verdict": report.verdict, "failing": report.failing}
+    meta["tasks"] = task_ids
+    dump_json(meta_path, meta)

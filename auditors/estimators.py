@@ -1,0 +1,157 @@
+"""The auditor's estimators, one per mechanism kind: feature columns, parameter scans and the statistic.
+
+Independent of the generator (which keeps its own `Mechanism` classes in worldgen/mechanisms.py): a test
+fails if a kind of `contracts.model.MECHANISM_KINDS` lacks either side. For a child, the model is
+`y ~ 1 + features of every incoming edge`; an estimator with `scans = True` has a nonlinear parameter (a
+step location, a curve scale, a lag, a period) found by scanning its `candidates`. Definitions the contract
+fixes (which transform, the moderator's centre and scale, the curve's origin) are read from it; everything
+else is estimated from the data.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from contracts.model import Edge
+
+if TYPE_CHECKING:
+    from auditors.estimate import ChildModel
+
+MAX_LAG = 30  # days scanned for a delayed response (the generator plants at most 21)
+SEASONAL_PERIODS = (7, 14, 28, 30)  # cycles an analyst would try: weekly, fortnightly, four-weekly, monthly
+THRESHOLD_QUANTILES = np.linspace(0.02, 0.98, 97)  # step locations are scanned between these parent quantiles
+SATURATION_SCALES = np.linspace(0.1, 4.0, 79)  # curve scales scanned, in parent sd
+
+
+class Estimator:
+    kind: ClassVar[str]
+    scans: ClassVar[bool] = False  # a nonlinear parameter found by scanning
+    directed: ClassVar[bool] = True  # the sign of the first coefficient is the direction of the effect
+
+    def features(self, model: ChildModel, e: Edge, theta: float | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def candidates(self, model: ChildModel, e: Edge) -> np.ndarray:
+        return np.array([])
+
+    def start(self, candidates: np.ndarray) -> float:
+        """Where a scan starts: the middle of its candidates."""
+        return float(candidates[len(candidates) // 2])
+
+    def statistic(self, model: ChildModel, e: Edge, b: np.ndarray, theta: float | None) -> float:
+        return float(b[0])
+
+
+class Monotone(Estimator):
+    kind = "monotone"
+
+    def features(self, model, e, theta):
+        x = model.x(e)
+        return (np.log1p(np.maximum(x, 0)) if e.params["transform"] == "log" else x)[:, None]
+
+
+class Threshold(Estimator):
+    kind = "threshold"
+    scans = True
+
+    def features(self, model, e, theta):
+        return (model.x(e) > theta).astype(float)[:, None]
+
+    def candidates(self, model, e):  # midpoints between observed levels: a step between two levels sits halfway
+        levels = np.unique(np.nanquantile(model.x(e), THRESHOLD_QUANTILES))
+        return (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
+
+    def statistic(self, model, e, b, theta):
+        return float(theta)
+
+
+class Saturation(Estimator):
+    kind = "saturation"
+    scans = True
+
+    def features(self, model, e, theta):
+        return -np.expm1(-np.maximum(model.x(e) - e.params["origin"], 0) / theta)[:, None]
+
+    def candidates(self, model, e):
+        return (np.nanstd(model.x(e)) or 1.0) * SATURATION_SCALES
+
+    def statistic(self, model, e, b, theta):
+        return float(e.params["origin"] + theta * np.log(2))
+
+
+class Lag(Estimator):
+    kind = "lag"
+    scans = True
+
+    def features(self, model, e, theta):
+        rows = model.rows
+        lag = int(theta)
+        panel = rows.panels.get(e.parent)
+        if panel is None:
+            return np.full((len(rows.y), 1), np.nan)
+        # Before the first `lag` days the cause is unobserved: hold it at its mean, as the generation does.
+        lagged = np.full_like(panel, np.nanmean(panel))
+        lagged[:, lag:] = panel[:, : panel.shape[1] - lag] if lag else panel
+        return lagged[rows.unit_index, rows.day][:, None]
+
+    def candidates(self, model, e):
+        return np.arange(0, MAX_LAG + 1, dtype=float)
+
+    def start(self, candidates):
+        return 0.0
+
+    def statistic(self, model, e, b, theta):
+        return float(theta)
+
+
+class Interaction(Estimator):
+    kind = "interaction"
+
+    def features(self, model, e, theta):
+        p = e.params
+        z = (np.asarray(model.rows.parents[p["moderator"]], dtype=float) - p["moderator_center"]) / p["moderator_scale"]
+        return ((model.x(e) - p["center"]) * z)[:, None]
+
+
+class Seasonal(Estimator):
+    kind = "seasonal"
+    scans = True
+
+    def features(self, model, e, theta):
+        xc = model.x(e) - e.params["center"]
+        w = 2 * np.pi * model.rows.day / theta
+        return np.column_stack([xc, xc * np.sin(w), xc * np.cos(w)])
+
+    def candidates(self, model, e):
+        return np.array(SEASONAL_PERIODS, dtype=float)
+
+    def statistic(self, model, e, b, theta):
+        return float(np.hypot(b[1], b[2]) / abs(b[0])) if b[0] else float("nan")
+
+
+class Categorical(Estimator):
+    kind = "categorical"
+    directed = False
+
+    def features(self, model, e, theta):
+        codes = model.x(e)
+        return np.column_stack([(codes == lvl).astype(float) for lvl in model.levels[e.parent][1:]])
+
+    def statistic(self, model, e, b, theta):
+        effects = np.concatenate([[0.0], b])
+        return float(effects.max() - effects.min())
+
+
+class Ratio(Estimator):
+    kind = "ratio"
+
+    def features(self, model, e, theta):
+        return (model.x(e) / model.rows.capacity)[:, None]
+
+
+ESTIMATORS: dict[str, Estimator] = {
+    est.kind: est
+    for est in (Monotone(), Threshold(), Saturation(), Lag(), Interaction(), Seasonal(), Categorical(), Ratio())
+}
