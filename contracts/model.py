@@ -62,6 +62,9 @@ class Persona(_Model):
     region: str
     concern: str
     focus: str | None = None
+    trend: Literal["up", "down"] | None = Field(
+        default=None, description="which way the concern says the focus moved; the world plants it that way"
+    )
 
 
 class Timeline(_Model):

@@ -69,6 +69,9 @@ def builtin_personas() -> list[Persona]:
     return sorted(personas, key=lambda p: p.id)
 
 
+FOCUS_CANDIDATE_PARENTS = 4  # a world keeps at most half of a variable's candidate parents, and a focus needs two
+
+
 def check_against_packs(personas: list[Persona], packs: dict, source: str) -> None:
     """Every persona names a known domain and, if it has one, a focus the pack can build around."""
     for p in personas:
@@ -82,7 +85,10 @@ def check_against_packs(personas: list[Persona], packs: dict, source: str) -> No
                 raise PersonaError(
                     f"{source}: persona {p.id!r}: field 'focus': unknown variable {p.focus!r}{did_you_mean(p.focus, graph.nodes)}"
                 )
-            if graph.in_degree(p.focus) < 2:
+            if graph.in_degree(p.focus) < FOCUS_CANDIDATE_PARENTS:
                 raise PersonaError(
-                    f"{source}: persona {p.id!r}: field 'focus': {p.focus!r} has fewer than two candidate parents"
+                    f"{source}: persona {p.id!r}: field 'focus': {p.focus!r} has fewer than "
+                    f"{FOCUS_CANDIDATE_PARENTS} candidate parents"
                 )
+        if p.trend is not None and p.focus is None:
+            raise PersonaError(f"{source}: persona {p.id!r}: field 'trend' needs a 'focus' to move")

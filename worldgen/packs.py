@@ -9,6 +9,7 @@ edges between variables with the mechanism kinds each edge may take.
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -23,6 +24,11 @@ from worldgen.mechanisms import MECHANISMS, Role
 
 Dtype = Literal["float", "count", "binary", "categorical"]
 Pattern = Literal["signal", "policy"]
+# How a variable's values are reported (its observation model); see Variable.observe.
+Observe = Literal["value", "count", "rate", "rolling", "duration", "sporadic", "scale"]
+Scope = Literal["unit", "region", "nation"]
+Shape = Literal["rain", "temperature", "index", "steps"]
+SNAKE = r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$"
 
 
 class _Strict(BaseModel):
@@ -46,6 +52,20 @@ class Measure(_Strict):
     min: float
     max: float
     alt_unit: AltUnit | None = None
+    aliases: list[Alias] = Field(default_factory=list, description="column names systems may give it")
+
+
+class Alias(_Strict):
+    """A name a business system may give a column, and how that system's data dictionary explains it.
+
+    `name` is snake_case words as the system would spell them before its own casing is applied (units in
+    names are welcome: `prep_time_min`, `basket_value_usd`); no truncated tokens. `doc` is one sentence in
+    that system's own words, with the unit, different from the variable's description: matching columns
+    to variables must take reading, not string comparison.
+    """
+
+    name: str = Field(pattern=SNAKE)
+    doc: str = Field(min_length=10)
 
 
 class UnitEntity(_Strict):
@@ -55,6 +75,22 @@ class UnitEntity(_Strict):
     prefix: str = Field(min_length=1, max_length=4)
     name_style: Literal["company", "person", "place", "code"] = "company"
     capacity: Measure
+    aliases: list[str] = Field(default_factory=list, description="what systems call a unit (merchant, store...)")
+
+
+class PartyColumn(_Strict):
+    """A domain attribute of a party (segment, plan, age band, credit tier...), drawn per party."""
+
+    name: str = Field(pattern=SNAKE)
+    doc: str = Field(min_length=10)
+    kind: Literal["category", "number"]
+    levels: list[str] = Field(default_factory=list)
+    weights: list[float] = Field(default_factory=list, description="relative frequency of each level")
+    mean: float = 0.0
+    sd: float = Field(default=1.0, gt=0)
+    min: float = float("-inf")
+    max: float = float("inf")
+    decimals: int = Field(default=0, ge=0, le=4)
 
 
 class PartyEntity(_Strict):
@@ -63,6 +99,14 @@ class PartyEntity(_Strict):
     key: str
     prefix: str = Field(min_length=1, max_length=4)
     name_style: Literal["company", "person", "place", "code"] = "person"
+    aliases: list[str] = Field(default_factory=list, description="what systems call a party (client, member...)")
+    # How many events a party makes over the timeline, drawn per world: sets the size of the party table.
+    events_per_party: tuple[float, float] = (15.0, 25.0)
+    loyalty: float = Field(default=0.6, gt=0, description="gamma shape of activity: low = a few heavy users")
+    home_share: float = Field(default=0.8, ge=0, le=1, description="share of events at a unit in the home region")
+    history_days: int = Field(default=720, ge=0, description="parties signed up up to this long before day 0")
+    since: str = Field(default="signup_date", pattern=SNAKE, description="what the party file calls sign-up")
+    columns: list[PartyColumn] = Field(default_factory=list)
 
 
 class EventEntity(_Strict):
@@ -71,6 +115,10 @@ class EventEntity(_Strict):
     key: str
     prefix: str = Field(min_length=1, max_length=4)
     amount: Measure
+    aliases: list[str] = Field(default_factory=list, description="what systems call an event (order, job...)")
+    # Hours from the event to its completion (delivery, resolution, visit end): feedback comes after it.
+    completion_hours: tuple[float, float] = (0.5, 2.0)
+    feedback_delay_hours: float = Field(default=20.0, gt=0, description="median delay of feedback after completion")
 
 
 class Entities(_Strict):
@@ -86,10 +134,22 @@ class System(_Strict):
     label: str
     format: Format
     holds: Literal["units", "parties", "events", "variables"] = "variables"
+    # How this system may identify units: the master's unit code (in its own format), an id of its own
+    # (mapped in the master file), or the unit's name as this system spells it. One is drawn per world.
+    refers_by: list[Literal["code", "local", "name"]] = Field(default_factory=lambda: ["code"], min_length=1)
 
 
 class Variable(_Strict):
-    """One variable cluster of the domain."""
+    """One variable cluster of the domain.
+
+    `observe` is how systems report it: `value` (a measurement with gaussian noise), `count` (a whole
+    number of occurrences, Poisson around its mean), `rate` (k of n, where n is the day's count of
+    `denominator`), `rolling` (a mean over the last `window` days), `duration` (positive, right-skewed),
+    `sporadic` (zero on most days, large when it happens: downtime, refunds), `scale` (a rating scale from `min` to
+    `max`, J-shaped; feedback answered by a `response` share of events).
+    `scope` region/nation: an external series (weather, macro index, rates) generated once per region or
+    nation and shared by the units there; `shape` says how it moves.
+    """
 
     name: str
     description: str
@@ -106,6 +166,13 @@ class Variable(_Strict):
     role: Literal["volume"] | None = None
     system: str
     alt_unit: AltUnit | None = None
+    aliases: list[Alias] = Field(default_factory=list)
+    observe: Observe = "value"
+    denominator: str | None = None
+    window: int | None = Field(default=None, ge=3, le=90)
+    scope: Scope = "unit"
+    shape: Shape | None = None
+    response: tuple[float, float] | None = None
 
 
 class EdgeSpec(_Strict):
@@ -118,6 +185,51 @@ class EdgeSpec(_Strict):
     note: str = ""
 
 
+class Peak(_Strict):
+    """One intraday peak of activity: around `hour` (local time), spread `sd` hours, relative `weight`."""
+
+    hour: float = Field(ge=0, le=24)
+    sd: float = Field(gt=0, le=12)
+    weight: float = Field(gt=0)
+
+
+class DateEffect(_Strict):
+    """A holiday or seasonal event: `date` is MM-DD, or MM-<weekday><n> for the n-th weekday of the month
+    (e.g. 11-thu4 for the fourth Thursday of November), shifted by `offset` days and lasting `days`.
+    `factor` scales activity: 0 closes units, 0.5 halves activity, 3 triples it."""
+
+    date: str = Field(pattern=r"^(0[1-9]|1[0-2])-((0[1-9]|[12][0-9]|3[01])|(mon|tue|wed|thu|fri|sat|sun)[1-5])$")
+    name: str
+    factor: float = Field(ge=0)
+    offset: int = 0
+    days: int = Field(default=1, ge=1, le=31)
+
+
+class Calendar(_Strict):
+    """When units operate and how activity moves through the day, the week and the year."""
+
+    hours: tuple[float, float] = (0.0, 24.0)
+    peaks: list[Peak] = Field(default_factory=list)
+    flat_share: float = Field(default=0.2, ge=0, le=1, description="share of events spread evenly over hours")
+    weekly: list[float] = Field(default_factory=lambda: [1.0] * 7, min_length=7, max_length=7)
+    monthly: list[float] = Field(default_factory=lambda: [1.0] * 12, min_length=12, max_length=12)
+    dates: list[DateEffect] = Field(default_factory=list)
+    extra_closed_weekday: float = Field(default=0.0, ge=0, le=1, description="units closing one more weekday")
+    openings: float = Field(default=0.0, ge=0, le=0.5, description="units that open during the timeline")
+    closures: float = Field(default=0.0, ge=0, le=0.5, description="units that close during the timeline")
+    outages: float = Field(default=0.0, ge=0, le=0.05, description="unit-days a daily system fails to report")
+
+
+class Climate(_Strict):
+    """The climate external weather series follow (region-level series, seasonal, heavy-tailed rain)."""
+
+    hemisphere: Literal["north", "south"] = "north"
+    mean_c: float = Field(description="annual mean temperature, Celsius")
+    swing_c: float = Field(ge=0, description="half the gap between the warmest and coldest month")
+    wet_days: float = Field(gt=0, lt=1, description="share of days with rain")
+    wet_mm: float = Field(gt=0, description="mean rain on a wet day, mm")
+
+
 class DomainPack(_Strict):
     domain: str
     title: str
@@ -127,6 +239,8 @@ class DomainPack(_Strict):
     systems: list[System]
     variables: list[Variable]
     edges: list[EdgeSpec]
+    calendar: Calendar = Field(default_factory=Calendar)
+    climate: Climate | None = None
 
     def variable(self, name: str) -> Variable:
         return self._by_name[name]
@@ -159,10 +273,106 @@ VOLUME_MEAN_RANGE = (0.3, 25)  # events per unit-day: enough to estimate effects
 DECIMALS_PER_SD = 5  # a variable must be reported finer than a fifth of its spread
 
 
+MIN_ALIASES = 2  # every variable can be named at least two ways, so systems can disagree
+MIN_OPEN_MONTHS = 9  # both halves of every timeline must hold open days
+RICH_PARENTS = 4  # a cause-task variable needs this many candidate parents: a world keeps at most half
+
+
 def validate_pack(pack: DomainPack) -> None:
     """Check the pack's cross-references and rules, collecting every problem before raising."""
     problems = _system_problems(pack) + _variable_problems(pack) + _edge_problems(pack)
+    problems += _observation_problems(pack) + _calendar_problems(pack) + _vocabulary_problems(pack)
     raise_collected(PackError, f"domain pack {pack.domain!r}", problems)
+
+
+def _observation_problems(pack: DomainPack) -> list[str]:
+    """Observation models, external series and feedback are declared consistently."""
+    problems: list[str] = []
+    by_name = {v.name: v for v in pack.variables}
+    has_parents = {e.child for e in pack.edges}
+    has_children = {e.parent for e in pack.edges}
+    feedback_systems = {s.name for s in pack.systems if s.holds == "variables"}
+    for v in pack.variables:
+        where = f"variable {v.name!r}"
+        if v.observe == "count" and v.dtype != "count":
+            problems.append(f"{where}: observe 'count' needs dtype 'count'")
+        if v.observe == "rate":
+            denominator = by_name.get(v.denominator or "")
+            if v.grain != "panel" or not (v.min == 0 and v.max == 1):
+                problems.append(f"{where}: a rate is a panel share with min 0 and max 1")
+            if denominator is None or denominator.dtype != "count" or denominator.grain != "panel":
+                problems.append(f"{where}: a rate needs `denominator`, a count panel variable (its trials)")
+        elif v.denominator is not None:
+            problems.append(f"{where}: `denominator` only applies to observe 'rate'")
+        if (v.observe == "rolling") != (v.window is not None):
+            problems.append(f"{where}: observe 'rolling' and `window` go together")
+        if v.observe == "rolling" and v.grain != "panel":
+            problems.append(f"{where}: rolling metrics are daily (panel grain)")
+        if v.observe in ("duration", "sporadic") and not v.min >= 0:
+            problems.append(f"{where}: {v.observe} values are never negative (min >= 0)")
+        if v.observe == "sporadic" and v.grain != "panel":
+            problems.append(f"{where}: sporadic values are reported per unit-day (panel grain)")
+        if v.observe == "scale":
+            if v.grain != "event" or v.decimals != 0 or v.system not in feedback_systems:
+                problems.append(
+                    f"{where}: a rating scale is event feedback (event grain, decimals 0, a variables system)"
+                )
+            if not (v.min >= 0 and v.max - v.min >= 2 and float(v.min).is_integer() and float(v.max).is_integer()):
+                problems.append(f"{where}: a rating scale runs between two whole numbers at least 2 apart")
+        if v.observe == "scale" and v.name in has_children:
+            # Only a minority answers a survey: a cause seen through a few answers would look weaker than it is.
+            problems.append(f"{where}: survey answers (observe 'scale') cannot be the parent of another variable")
+        if (v.response is not None) != (v.observe == "scale"):
+            problems.append(f"{where}: `response` (share of events answered) goes with observe 'scale'")
+        if v.response is not None and not 0.01 <= v.response[0] <= v.response[1] <= 0.6:
+            problems.append(f"{where}: response must be a range within [0.01, 0.6]")
+        if v.scope != "unit":
+            if v.grain != "panel" or v.pattern != "signal" or v.name in has_parents:
+                problems.append(f"{where}: a {v.scope} series is a panel root with pattern 'signal' (no parents)")
+            if v.shape is None:
+                problems.append(f"{where}: a {v.scope} series needs a `shape` (rain, temperature, index or steps)")
+        elif v.shape is not None:
+            problems.append(f"{where}: `shape` describes external series (scope region or nation)")
+        if v.shape in ("rain", "temperature") and (v.scope != "region" or pack.climate is None):
+            problems.append(f"{where}: weather is a region series and needs the pack's `climate`")
+    return problems
+
+
+def _calendar_problems(pack: DomainPack) -> list[str]:
+    c = pack.calendar
+    problems: list[str] = []
+    if not 0 <= c.hours[0] < c.hours[1] <= 24:
+        problems.append(f"calendar: hours {c.hours} must be an opening and a later closing hour within 0-24")
+    if not any(w > 0 for w in c.weekly) or any(w < 0 for w in c.weekly):
+        problems.append("calendar: weekly needs 7 non-negative weights with at least one open weekday")
+    if sum(m > 0 for m in c.monthly) < MIN_OPEN_MONTHS or any(m < 0 for m in c.monthly):
+        problems.append(f"calendar: monthly needs 12 non-negative weights with at least {MIN_OPEN_MONTHS} open months")
+    for peak in c.peaks:
+        if not c.hours[0] <= peak.hour <= c.hours[1]:
+            problems.append(f"calendar: peak at {peak.hour}h falls outside the opening hours {c.hours}")
+    return problems
+
+
+def _vocabulary_problems(pack: DomainPack) -> list[str]:
+    """Every reported column has names systems may use, and no name is shared by two variables."""
+    problems: list[str] = []
+    owner: dict[str, str] = {}
+    for v in pack.variables:
+        if len(v.aliases) < MIN_ALIASES:
+            problems.append(f"variable {v.name!r}: needs at least {MIN_ALIASES} aliases (column names systems use)")
+        for alias in v.aliases:
+            if owner.setdefault(alias.name, v.name) != v.name:
+                problems.append(f"alias {alias.name!r} names both {owner[alias.name]!r} and {v.name!r}")
+    for measure in (pack.entities.unit.capacity, pack.entities.event.amount):
+        if len(measure.aliases) < MIN_ALIASES:
+            problems.append(f"measure {measure.name!r}: needs at least {MIN_ALIASES} aliases")
+    ent = pack.entities
+    for entity in (ent.unit, ent.party, ent.event):
+        if len(entity.aliases) < MIN_ALIASES:
+            problems.append(f"{entity.name}: needs at least {MIN_ALIASES} aliases (what systems call it)")
+        if any(not re.fullmatch(SNAKE, a) for a in entity.aliases):
+            problems.append(f"{entity.name}: aliases must be snake_case words")
+    return problems
 
 
 def _system_problems(pack: DomainPack) -> list[str]:
@@ -218,7 +428,13 @@ def _variable_problems(pack: DomainPack) -> list[str]:
             problems.append(f"{where}: categorical variables need unit grain and >= 2 levels")
         if v.pattern == "policy" and v.grain != "panel":
             problems.append(f"{where}: pattern 'policy' needs panel grain")
-        if v.dtype in {"float", "count"} and v.pattern != "policy" and 10.0**-v.decimals > v.sd / DECIMALS_PER_SD:
+        whole = v.observe in ("count", "scale")  # whole numbers by nature: their spread is in the counting
+        if (
+            v.dtype in {"float", "count"}
+            and v.pattern != "policy"
+            and not whole
+            and 10.0**-v.decimals > v.sd / DECIMALS_PER_SD
+        ):
             # Coarser reporting than a fifth of the spread flattens every slope the variable takes part in.
             finest = v.sd / DECIMALS_PER_SD
             problems.append(

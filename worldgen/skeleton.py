@@ -1,8 +1,11 @@
-"""Persona -> dependency skeleton: draw a connected DAG of variables from the domain pack.
+"""Persona -> dependency skeleton: which of the pack's plausible edges this world realises.
 
-The pack's candidate edges form a DAG; a world keeps a random subset of them, takes the connected part
-that holds the volume variable (and the persona's focus), and retries until the structural rules hold.
-Each kept edge then gets one mechanism kind among those the pack allows for it.
+Every variable of the pack is in the world (its systems report it), but each child keeps only some of its
+candidate parents: at most half of them when it has four or more, at most one otherwise. Variables that
+keep no edge at all are there too, as the measures a real company also tracks that drive nothing here.
+So the pack's candidate graph is a list of hypotheses, not an answer key: a guess that names every
+plausible cause names as many wrong ones as right ones. The DAG is redrawn until the structural rules hold,
+and each kept edge gets one mechanism kind among those the pack allows for it.
 """
 
 from __future__ import annotations
@@ -14,12 +17,12 @@ import numpy as np
 
 from contracts.errors import PackError
 from worldgen.mechanisms import MECHANISMS
-from worldgen.packs import DomainPack
+from worldgen.packs import RICH_PARENTS, DomainPack
 
-MIN_NODES = 8  # fewer variables make a world too small to hide its causes among
 MIN_LONGEST_PATH = 3  # a chain of three edges gives cause and consequence tasks at different depths
 MAX_ATTEMPTS = 400  # draws before a pack is declared unable to give a valid DAG (packs pass in a handful)
-KEEP_SHARE = (0.35, 0.8)  # each world keeps a share of the pack's candidate edges drawn from this range
+TWO_PARENTS_SHARE = 0.7  # a variable with four or more candidate parents keeps two or more this often
+ONE_PARENT_SHARE = 0.65  # a variable with one to three candidates keeps one of them this often
 
 
 @dataclass(frozen=True)
@@ -36,41 +39,52 @@ class Skeleton:
         return graph
 
 
-def structure_problems(graph: nx.DiGraph, required: list[str], focus: str | None) -> list[str]:
+def max_parents(candidates: int) -> int:
+    """At most half of four or more candidates, at most one of fewer: the pack never gives the answer away."""
+    return candidates // 2 if candidates >= RICH_PARENTS else min(candidates, 1)
+
+
+def structure_problems(graph: nx.DiGraph, candidates: nx.DiGraph, focus: str | None) -> list[str]:
     """Why a candidate DAG breaks the world rules (empty when it is acceptable)."""
     problems = []
-    if graph.number_of_nodes() < MIN_NODES:
-        problems.append(f"fewer than {MIN_NODES} nodes")
-    elif not nx.is_weakly_connected(graph):
-        problems.append("not connected")
-    if nx.dag_longest_path_length(graph) < MIN_LONGEST_PATH if graph.number_of_nodes() else True:
+    if graph.number_of_edges() == 0 or nx.dag_longest_path_length(graph) < MIN_LONGEST_PATH:
         problems.append(f"longest path shorter than {MIN_LONGEST_PATH}")
     if max((d for _, d in graph.in_degree()), default=0) < 2:
         problems.append("no node with two parents")
-    if max((d for _, d in graph.out_degree()), default=0) < 2:
-        problems.append("no node with two children")
-    problems += [f"misses {n!r}" for n in required if n not in graph]
-    if focus is not None and focus in graph and graph.in_degree(focus) < 2:  # a missing focus is in `required`
+    consequences = [n for n in graph if 2 <= graph.out_degree(n) <= candidates.out_degree(n) // 2]
+    if not consequences:
+        problems.append("no node with two children among at most half of its candidate children")
+    if focus is not None and (focus not in graph or graph.in_degree(focus) < 2):
         problems.append(f"focus {focus!r} has fewer than two parents")
+    for node in graph:
+        if graph.in_degree(node) > max_parents(candidates.in_degree(node)):
+            problems.append(f"{node!r} keeps more than half of its candidate parents")
     return problems
 
 
 def sample_skeleton(pack: DomainPack, rng: np.random.Generator, focus: str | None = None) -> Skeleton:
     """Draw a DAG satisfying the world rules; raise PackError if the pack cannot provide one."""
     candidates = pack.candidate_graph()
-    volume = next(v.name for v in pack.variables if v.role == "volume")
-    edges = sorted(candidates.edges)
+    nodes = sorted(candidates.nodes)
     for _ in range(MAX_ATTEMPTS):
-        keep_p = rng.uniform(*KEEP_SHARE)
-        kept = [e for e, u in zip(edges, rng.random(len(edges)), strict=False) if u < keep_p]
-        graph = nx.DiGraph(kept)
-        if volume not in graph:
-            continue
-        graph = graph.subgraph(nx.node_connected_component(graph.to_undirected(), volume)).copy()
+        graph = nx.DiGraph()
+        graph.add_nodes_from(nodes)
+        for child in nodes:
+            parents = sorted(candidates.predecessors(child))
+            keep = _parents_to_keep(len(parents), child == focus, rng)
+            chosen = rng.choice(len(parents), size=keep, replace=False) if keep else []
+            graph.add_edges_from((parents[int(i)], child) for i in sorted(chosen))
         crosses_systems = any(pack.variable(p).system != pack.variable(c).system for p, c in graph.edges)
-        if crosses_systems and not structure_problems(graph, [volume] + ([focus] if focus else []), focus):
-            return Skeleton(tuple(sorted(graph.nodes)), _choose_kinds(pack, graph, rng))
+        if crosses_systems and not structure_problems(graph, candidates, focus):
+            return Skeleton(tuple(nodes), _choose_kinds(pack, graph, rng))
     raise PackError(f"domain pack {pack.domain!r}: no valid DAG after {MAX_ATTEMPTS} draws (focus {focus!r})")
+
+
+def _parents_to_keep(candidates: int, is_focus: bool, rng: np.random.Generator) -> int:
+    cap = max_parents(candidates)
+    if cap >= 2 and (is_focus or rng.random() < TWO_PARENTS_SHARE):
+        return int(rng.integers(2, cap + 1))
+    return int(cap >= 1 and rng.random() < ONE_PARENT_SHARE)
 
 
 def _choose_kinds(pack: DomainPack, graph: nx.DiGraph, rng: np.random.Generator) -> tuple[tuple[str, str, str], ...]:
