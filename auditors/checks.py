@@ -13,13 +13,14 @@ import jsonschema
 import numpy as np
 import polars as pl
 
-from auditors.worldio import World, key_to_int, parse_time, read_observed
+from auditors.worldio import World, key_to_int, parse_time, read_observed, read_text
 from contracts.audit import CheckResult
+from contracts.errors import WorldFormatError
 from contracts.hashing import column_sha256, file_sha256
+from contracts.keys import BASE_TABLE, is_text_key, shown, template
 from contracts.model import Contract, Deliverable
 
 SCHEMA = Path(__file__).resolve().parents[1] / "contracts" / "world_contract.schema.json"
-KEY_COLUMNS = {"unit_id", "party_id", "event_id"}
 AUDIT_FILES = {"audit.json"}
 
 
@@ -144,7 +145,11 @@ def check_invariants(world: World) -> CheckResult:
         if df is None or any(c not in df.columns for c in cols):
             failed.append(f"{inv.id}: {inv.table}.{inv.column} missing")
             continue
-        if any(df[c].null_count() or (df[c].dtype.is_float() and df[c].is_nan().any()) for c in cols):
+        # Keys may never be blank; a measure is blank only where nothing happened (a closed day, a rate with
+        # no trials), which ranges skip.
+        if inv.kind != "range" and any(
+            df[c].null_count() or (df[c].dtype.is_float() and df[c].is_nan().any()) for c in cols
+        ):
             failed.append(f"{inv.id}: blank or NaN values in {inv.table}.{inv.column}")
             continue
         match inv.kind:
@@ -154,7 +159,7 @@ def check_invariants(world: World) -> CheckResult:
                 ref_table, ref_col = (inv.references or ".").split(".", 1)
                 ok = ref_table in tables and bool(df[inv.column].is_in(tables[ref_table][ref_col].implode()).all())
             case "range":
-                values = df[inv.column].drop_nulls().cast(pl.Float64)
+                values = df[inv.column].drop_nulls().cast(pl.Float64).drop_nans()
                 ok = values.len() == 0 or (
                     (inv.min is None or values.min() >= inv.min - 1e-9)
                     and (inv.max is None or values.max() <= inv.max + 1e-9)
@@ -175,64 +180,88 @@ def check_invariants(world: World) -> CheckResult:
 # --- projection: undo the recorded defects on E and compare with the projection of X ------------------
 
 
-def clean_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """The auditor's own projection of X for one deliverable (typed keys, integer days and seconds)."""
-    if d.grain == "schedule":
-        return _schedule_view(d, contract, tables)
-    base = {"units": "units", "parties": "parties", "events": "events", "event_detail": "events", "panel": "panel"}[
-        d.grain
-    ]
-    frame = tables[base]
+def clean_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame], order: list[str]) -> pl.DataFrame:
+    """The auditor's own projection of X for one deliverable (keys as shown, integer days and seconds), its
+    rows (open unit-days, answered surveys) sorted by the recorded `order` columns."""
+    view = _schedule_view(d, contract, tables) if d.grain == "schedule" else _table_view(d, contract, tables)
+    return view.sort(order, maintain_order=True) if order else view
+
+
+def _shown(d: Deliverable, c, tables: dict[str, pl.DataFrame], ids: pl.Expr) -> pl.Expr:
+    """The key a column shows for the entity ids in `ids` (a code, a system's own id, a name or a UUID)."""
+    table, column = shown(d, c)  # type: ignore[misc]
+    source = tables[table]
+    id_column = {"units": "unit_id", "parties": "party_id", "events": "event_id"}[table]
+    lookup = dict(zip(source[id_column].to_list(), source[column].to_list(), strict=True))
+    return ids.replace_strict(lookup, return_dtype=source.schema[column])
+
+
+def _table_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    base = BASE_TABLE[d.grain]
+    frame = _reported_rows(d, contract, tables)
     exprs = []
     for c in d.columns:
         table, column = c.source.split(".", 1)
+        if shown(d, c) is not None:
+            exprs.append(_shown(d, c, tables, pl.col(column)).alias(c.name))
+            continue
         if table == "units" and base != "units":
-            lookup = dict(zip(tables["units"]["unit_id"].to_list(), tables["units"][column].to_list(), strict=True))
-            exprs.append(
-                pl.col("unit_id").replace_strict(lookup, return_dtype=tables["units"].schema[column]).alias(c.name)
-            )
+            units = tables["units"]
+            lookup = dict(zip(units["unit_id"].to_list(), units[column].to_list(), strict=True))
+            exprs.append(pl.col("unit_id").replace_strict(lookup, return_dtype=units.schema[column]).alias(c.name))
             continue
         expr = pl.col(column)
         if c.decimals is not None and frame.schema[column].is_float():
-            expr = expr.round(c.decimals)
+            expr = expr.round(c.decimals).fill_nan(None)
         exprs.append(expr.alias(c.name))
-    view = frame.select(exprs)
-    if d.sheets:
-        view = view.sort(next(c.name for c in d.columns if c.source == "units.region"), maintain_order=True)
-    return view
+    return frame.select(exprs)
+
+
+def _reported_rows(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The base table's rows a file reports: open unit-days for a daily file, answered surveys for a
+    survey file, every row otherwise."""
+    frame = tables[BASE_TABLE[d.grain]]
+    if d.grain == "panel":
+        return frame.filter(pl.col("open") == 1)
+    if d.grain == "event_detail":
+        surveys = {v.name for v in contract.variables if v.observe == "scale"}
+        answered = [f"responded_{c.source.split('.', 1)[1]}" for c in d.columns if c.source.split(".", 1)[1] in surveys]
+        if answered:
+            return frame.filter(pl.any_horizontal([pl.col(a) == 1 for a in answered]))
+    return frame
 
 
 def _schedule_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
     key, fld, day, value = (c.name for c in d.columns)
     parts = []
     panel = tables["panel"].sort(["unit_id", "day"])
-    for v in (v for v in contract.variables if v.system == d.system and v.grain == "panel"):
+    for f in d.fields:
+        v = contract.variable(f.source.split(".", 1)[1])
         rounded = panel.select("unit_id", "day", pl.col(v.name).round(v.decimals).alias("v"))
         changes = rounded.filter((pl.col("v") != pl.col("v").shift(1).over("unit_id")) | (pl.col("day") == 0))
         parts.append(
             changes.select(
-                pl.col("unit_id").alias(key),
-                pl.lit(v.name).alias(fld),
+                _shown(d, d.columns[0], tables, pl.col("unit_id")).alias(key),
+                pl.lit(f.name).alias(fld),
                 pl.col("day").alias(day),
                 pl.col("v").cast(pl.Float64).alias(value),
             )
         )
-    return pl.concat(parts).sort([day, key, fld])
+    return pl.concat(parts)
 
 
 def parse_observed(world: World, d: Deliverable, frame: pl.DataFrame) -> pl.DataFrame:
-    """Keys to integers and dates to day (or second) offsets, in the dictionary's columns."""
+    """Numeric keys to their numbers, dates to day (or second) offsets, in the dictionary's columns; names
+    and UUIDs stay text."""
     exprs = []
     for c in d.columns:
-        if c.name not in frame.columns or c.format is None:
+        if c.name not in frame.columns or c.format is None or is_text_key(c):
             continue
-        column = c.source.split(".", 1)[1]
-        if column in KEY_COLUMNS:
+        if template(c) is not None:
             exprs.append(key_to_int(pl.col(c.name)).alias(c.name))
         else:
-            exprs.append(
-                parse_time(frame, c.name, c.format, world.start, seconds=column == "time").cast(pl.Int64).alias(c.name)
-            )
+            seconds = c.source.split(".", 1)[1].endswith("time")
+            exprs.append(parse_time(frame, c.name, c.format, world.start, seconds=seconds).cast(pl.Int64).alias(c.name))
     return frame.with_columns(exprs) if exprs else frame
 
 
@@ -264,10 +293,12 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
             else np.array(frame[column].to_list(), dtype=object)
         )
         if kind == "id_variants":
-            for row, original, shown, _how in r["changes"]:
-                if values[row] != shown:
-                    raise ValueError(f"{column} row {row} should read {shown!r} as recorded, reads {values[row]!r}")
-                values[row] = original
+            back = {variant: original for original, variant, _how in r["changes"]}
+            present = set(values.tolist())
+            missing = [v for v in back if v not in present]
+            if missing:
+                raise ValueError(f"{column} should show the recorded variant {missing[0]!r}, which it never does")
+            values = np.array([back.get(v, v) for v in values.tolist()], dtype=object)
         elif kind == "missing":
             present = [row for row in r["rows"] if not _blank(values[row])]
             if present:
@@ -315,28 +346,49 @@ def frames_match(observed: pl.DataFrame, expected: pl.DataFrame) -> str | None:
 
 
 def check_projection(world: World) -> CheckResult:
+    """E is X plus exactly the recorded defects, in the recorded row order; each system's data dictionary
+    documents every column its files ship."""
     contract = world.contract
     assert contract is not None
-    records = {f["file"]: f.get("defects", []) for f in world.projection.get("files", [])}
+    files = {f["file"]: f for f in world.projection.get("files", [])}
     problems = []
     undone = 0
-    for d in contract.deliverables:
-        if d.file not in records:
+    tables = [d for d in contract.deliverables if d.grain != "dictionary"]
+    for d in tables:
+        if d.file not in files:
             problems.append(f"{d.file}: no projection record")
             continue
+        records = files[d.file].get("defects", [])
         try:
             observed = parse_observed(world, d, read_observed(world, d))
-            restored = undo(observed, records[d.file])
+            restored = undo(observed, records)
         except Exception as exc:  # noqa: BLE001 - a file that cannot be undone is a failed check, not a crash
             problems.append(f"{d.file}: cannot undo its recorded defects ({type(exc).__name__}: {str(exc)[:80]})")
             continue
-        difference = frames_match(restored, clean_view(d, contract, world.canonical))
+        difference = frames_match(restored, clean_view(d, contract, world.canonical, files[d.file].get("order", [])))
         if difference:
             problems.append(f"{d.file}: after undoing its record, {difference}")
-        undone += len(records[d.file])
+        undone += len(records)
+    problems += _dictionary_problems(world, contract)
     if problems:
         return _bad("projection", problems[0], problems)
     return _ok(
         "projection",
-        f"undoing {undone} recorded defects reproduces the projection of X in all {len(contract.deliverables)} files",
+        f"undoing {undone} recorded defects reproduces the projection of X in all {len(tables)} files; "
+        "every column is documented",
     )
+
+
+def _dictionary_problems(world: World, contract: Contract) -> list[str]:
+    problems = []
+    for doc in (d for d in contract.deliverables if d.grain == "dictionary"):
+        try:
+            text = read_text(world, doc.file)
+        except WorldFormatError as exc:
+            problems.append(str(exc))
+            continue
+        for d in (x for x in contract.deliverables if x.system == doc.system and x.grain != "dictionary"):
+            undocumented = [c.name for c in d.columns if f"| {c.name} |" not in text]
+            if d.file not in text or undocumented:
+                problems.append(f"{doc.file}: does not document {d.file} {undocumented[:3]}")
+    return problems

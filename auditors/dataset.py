@@ -20,15 +20,25 @@ from auditors.checks import parse_observed
 from auditors.worldio import World, normalise, read_observed
 from contracts.model import Contract, Deliverable
 
-# Conversion factors an analyst recognises when a column's level jumps (cents, milli, hours, pounds...).
-KNOWN_FACTORS = (1000.0, 100.0, 60.0, 10.0, 3.6, 2.20462, 1.60934)
+# Conversion factors an analyst recognises when a column's level jumps, by what the data dictionary says
+# the column is measured in: money goes to cents, data and energy to a thousandth, weight to pounds or
+# grams, time to the next smaller unit. A measure in other units (mm, shares, counts) has none.
+FACTORS_BY_UNIT = (
+    (("usd", "eur", "gbp", "dollar", "euro", "pound", "$", "chf", "cad", "aud"), (100.0,)),
+    (("gb", "mb", "tb", "kwh", "mwh", "wh", "litre", "liter", "m3"), (1000.0,)),
+    (("kg", "tonne", "ton"), (2.20462, 1000.0)),
+    (("hour", "minute", "min", "second"), (60.0,)),
+)
 # Unit-switch detection (repair_unit_drift), as an analyst would do it by eye on a daily-median chart:
 MIN_DAYS = 20  # fewer daily medians than this cannot show a switch
-MAX_NONPOSITIVE_SHARE = 0.2  # a column that is often zero or negative has no log scale to jump on
-EDGE_DAYS = 7  # a switch is looked for at least a week from either end, and judged on a week each side
+EDGE_DAYS = 7  # a switch is looked for at least a week from either end
+LOCAL_DAYS = 21  # and judged on the three weeks either side of it
+WHOLE_BIAS = 0.05  # what a year's real level changes add to a step estimated from whole segments (log units)
 MIN_JUMP = 1.8  # a switch multiplies the level by at least 1.8 (conversion factors are 2.2 or more)
 SHARPNESS = 0.3  # the week-on-week step must carry the whole jump (within 30%): switches are not gradual
-FACTOR_MATCH = 0.15  # the step must be within 0.15 log-units of a known conversion factor
+FACTOR_MATCH = 0.25  # the step must be within 0.25 log-units (or 3 standard errors) of a known factor
+MIN_UNITS_FOR_STEP = 5  # unit-by-unit steps need a handful of units with values either side
+FACTOR_MARGIN = 0.75  # and the factor matched must be clearly nearer than the next one
 UNIT_WINDOW_DAYS = 14  # each unit's level is compared two weeks before and after the switch
 UNIT_STEP_SHARE = 0.5  # a unit switches if its level moves at least half the factor, in its direction
 UNITS_SWITCHING = 0.8  # a system migration moves at least 80% of units on the same day
@@ -37,7 +47,9 @@ SUFFIXES = re.compile(r"\b(inc|llc|ltd|plc|group|co|and sons|corp)\b\.?")
 
 @dataclass
 class Dataset:
-    """units (unit_id, capacity, unit variables), panel (unit_id x day grid) and events (one row per event)."""
+    """units (unit_id, capacity, unit variables), panel (unit_id x day grid: `open` where the unit was seen
+    operating, variables blank where not reported) and events (one row per event, survey answers blank where
+    the customer did not answer)."""
 
     units: pl.DataFrame
     panel: pl.DataFrame
@@ -46,6 +58,7 @@ class Dataset:
 
 
 def from_canonical(world: World) -> Dataset:
+    """X as an analyst would see it if every file were perfect: open unit-days, answered surveys."""
     contract = world.contract
     assert contract is not None
     t = world.canonical
@@ -54,8 +67,19 @@ def from_canonical(world: World) -> Dataset:
     event_vars = [v.name for v in contract.variables if v.grain == "event"]
     panel_vars = [v.name for v in contract.variables if v.grain == "panel"]
     amount = _amount_name(contract)
-    events = t["events"].select("event_id", "unit_id", "day", amount, *event_vars)
-    panel = t["panel"].select("unit_id", "day", *panel_vars)
+    surveys = {v.name for v in contract.variables if v.observe == "scale"}
+    answered = [
+        pl.when(pl.col(f"responded_{v}") == 1).then(pl.col(v)).otherwise(None).alias(v) if v in surveys else pl.col(v)
+        for v in event_vars
+    ]
+    events = t["events"].select("event_id", "unit_id", "day", amount, *answered)
+    is_open = pl.col("open") == 1
+    panel = t["panel"].select(
+        "unit_id",
+        "day",
+        is_open.cast(pl.Int8).alias("open"),
+        *[pl.when(is_open).then(pl.col(v)).alias(v) for v in panel_vars],
+    )
     return Dataset(
         t["units"].select("unit_id", capacity, *unit_vars),
         _with_event_means(panel, events, event_vars),
@@ -82,64 +106,141 @@ def _with_event_means(panel: pl.DataFrame, events: pl.DataFrame, event_vars: lis
 # --- from E -----------------------------------------------------------------------------------------
 
 
+def _read_all(world: World, clean: bool) -> dict[str, list[tuple[Deliverable, pl.DataFrame]]]:
+    """Every data file parsed, its columns named by what they hold (the contract's dictionary)."""
+    by_grain: dict[str, list[tuple[Deliverable, pl.DataFrame]]] = {}
+    for d in world.contract.deliverables:
+        if d.grain == "dictionary":
+            continue
+        frame = parse_observed(world, d, read_observed(world, d))
+        if clean:
+            frame = _merge_renamed_columns(frame, d)
+        else:
+            frame = frame.select([c.name for c in d.columns if c.name in frame.columns])
+        rename = {c.name: _canonical_name(d, c) for c in d.columns if c.name in frame.columns}
+        by_grain.setdefault(d.grain, []).append((d, frame.rename(rename)))
+    return by_grain
+
+
+def _canonical_name(d: Deliverable, c) -> str:
+    column = c.source.split(".", 1)[1].lstrip("@")
+    return "time" if column in ("feedback_time", "completion_time") else column
+
+
+class UnitKeys:
+    """Resolves how each system names a unit (master code, its own id, the name) to the master code."""
+
+    def __init__(self, master: pl.DataFrame, d: Deliverable, clean: bool):
+        self.clean = clean
+        self.codes = set(master["unit_id"].drop_nulls().to_list())
+        self.local = {
+            c.source.split("_", 1)[1]: dict(
+                zip(master[c.source.split(".", 1)[1]].to_list(), master["unit_id"].to_list(), strict=True)
+            )
+            for c in d.columns
+            if c.source.startswith("units.local_")
+        }
+        names = master["name"].to_list()
+        self.by_name = dict(zip(names, master["unit_id"].to_list(), strict=True))
+        self.by_clean = {clean_name(str(n)): uid for n, uid in self.by_name.items()}
+
+    def resolve(self, frame: pl.DataFrame, d: Deliverable, column: str = "unit_id") -> pl.DataFrame:
+        """The frame with its unit column as master codes (unresolvable rows keep a null)."""
+        c = next((x for x in d.columns if x.source.endswith(".unit_id")), None)
+        if c is None or column not in frame.columns:
+            return frame
+        fmt = c.format or ""
+        if fmt == "name":
+            values = [self._by_name(n) for n in frame[column].to_list()]
+            return frame.with_columns(pl.Series(column, values, dtype=pl.Int64))
+        if fmt.startswith("local:") and self.clean:  # an analyst maps a system's own ids through the master
+            mapping = self.local.get(d.system, {})
+            return frame.with_columns(pl.col(column).replace_strict(mapping, default=None, return_dtype=pl.Int64))
+        return frame  # codes (a hurried analyst also reads a system's own ids as codes)
+
+    def _by_name(self, name) -> int | None:
+        if name is None:
+            return None
+        if name in self.by_name or not self.clean:
+            return self.by_name.get(name)
+        key = clean_name(str(name))
+        if key not in self.by_clean:
+            close = difflib.get_close_matches(key, list(self.by_clean), n=1, cutoff=NAME_MATCH_CUTOFF)
+            key = close[0] if close else key
+        return self.by_clean.get(key)
+
+
+NAME_MATCH_CUTOFF = 0.75  # how close a misspelled name must be to a master name to be taken as it
+
+
 def from_observed(world: World, clean: bool = True) -> Dataset:
     contract = world.contract
     assert contract is not None
     periods = contract.timeline.periods
-    by_grain: dict[str, list[tuple[Deliverable, pl.DataFrame]]] = {}
-    for d in contract.deliverables:
-        frame = parse_observed(world, d, read_observed(world, d))
-        frame = (
-            _merge_renamed_columns(frame, d)
-            if clean
-            else frame.select([c.name for c in d.columns if c.name in frame.columns])
-        )
-        frame = frame.rename(
-            {c.name: c.source.split(".", 1)[1].lstrip("@") for c in d.columns if c.name in frame.columns}
-        )
-        by_grain.setdefault(d.grain, []).append((d, frame))
+    by_grain = _read_all(world, clean)
     volume = contract.volume.name
     amount = _amount_name(contract)
     event_vars = [v.name for v in contract.variables if v.grain == "event"]
+    master_d, master = by_grain["units"][0]
+    keys = UnitKeys(master, master_d, clean)
+    units_of = {v.name: v.unit for v in contract.variables} | {amount: contract.measures.amount.unit}
 
-    _, events = by_grain["events"][0]
-    events = events.with_columns((pl.col("time") // 86400).cast(pl.Int64).alias("day"))
+    events_d, events = by_grain["events"][0]
+    events = keys.resolve(events, events_d).with_columns((pl.col("time") // 86400).cast(pl.Int64).alias("day"))
     if clean:
         events = events.unique(subset=["event_id"], keep="first", maintain_order=True)
         for column in [amount] + [v for v in event_vars if v in events.columns]:
-            events = repair_unit_drift(events, column)
-    names = events.select("unit_id", "name").unique(subset=["unit_id"], keep="first")
+            events = repair_unit_drift(events, column, units_of[column])
     for _, detail in by_grain.get("event_detail", []):
-        detail = detail.with_columns((pl.col("time") // 86400).cast(pl.Int64).alias("day")).drop("time")
+        detail = detail.drop("time", strict=False)
         if clean:
             detail = detail.unique(subset=["event_id"], keep="first", maintain_order=True)
             for column in [c for c in detail.columns if c in event_vars]:
-                detail = repair_unit_drift(detail, column)
-        events = events.join(detail.drop("day"), on="event_id", how="left")
+                dated = detail.join(events.select("event_id", "day"), on="event_id")
+                detail = repair_unit_drift(dated, column, units_of[column]).drop("day")
+        events = events.join(detail, on="event_id", how="left")
     events = events.select("event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns])
 
-    _, units_file = by_grain["units"][0]
-    units = _match_units(units_file, names, clean)
-    unit_ids = sorted(set(units["unit_id"].drop_nulls().to_list()) | set(names["unit_id"].to_list()))
+    units = master.select(
+        "unit_id", *[c for c in master.columns if c not in ("unit_id", "name", "region") and not c.startswith("local_")]
+    )
+    units = units.filter(pl.col("unit_id").is_not_null()).unique(subset=["unit_id"], keep="first", maintain_order=True)
+    unit_ids = sorted(set(units["unit_id"].to_list()) | set(events["unit_id"].drop_nulls().to_list()))
     grid = pl.DataFrame(
         {"unit_id": np.repeat(unit_ids, periods), "day": np.tile(np.arange(periods), len(unit_ids))},
         schema={"unit_id": pl.Int64, "day": pl.Int64},
     )
+    daily = [(d, keys.resolve(f, d)) for d, f in by_grain.get("panel", [])]
+    seen = _days_seen(daily, events)
     counts = events.group_by("unit_id", "day").len(name=volume)
-    panel = grid.join(counts, on=["unit_id", "day"], how="left").with_columns(pl.col(volume).fill_null(0))
-    for _, frame in by_grain.get("panel", []):
+    panel = (
+        grid.join(seen, on=["unit_id", "day"], how="left")
+        .with_columns(pl.col("open").fill_null(0))
+        .join(counts, on=["unit_id", "day"], how="left")
+        .with_columns(pl.when(pl.col("open") == 1).then(pl.col(volume).fill_null(0)).alias(volume))
+    )
+    for _, frame in daily:
         # One row per unit and day is needed to join at all; a raw analysis just keeps the first.
-        frame = frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True)
+        frame = frame.filter(pl.col("unit_id").is_not_null()).unique(
+            subset=["unit_id", "day"], keep="first", maintain_order=True
+        )
         if clean:
             for column in [c for c in frame.columns if c not in ("unit_id", "day")]:
-                frame = repair_unit_drift(frame, column)
+                frame = repair_unit_drift(frame, column, units_of.get(column, ""))
         panel = panel.join(frame, on=["unit_id", "day"], how="left")
-    for _, frame in by_grain.get("schedule", []):
-        panel = _expand_schedule(panel, frame)
+    for d, frame in by_grain.get("schedule", []):
+        names = {f.name: f.source.split(".", 1)[1] for f in d.fields}  # the system's setting names
+        panel = _expand_schedule(panel, keys.resolve(frame, d).with_columns(pl.col("field").replace(names)))
     capacity = _capacity_name(contract)
     return Dataset(
         units, _with_event_means(panel, events, [v for v in event_vars if v in events.columns]), events, capacity
     )
+
+
+def _days_seen(daily: list[tuple[Deliverable, pl.DataFrame]], events: pl.DataFrame) -> pl.DataFrame:
+    """Unit-days an analyst knows the unit operated: a daily system reported it, or an event happened."""
+    frames = [f.select("unit_id", "day") for _, f in daily] + [events.select("unit_id", "day")]
+    return pl.concat(frames).drop_nulls().unique().with_columns(pl.lit(1, dtype=pl.Int8).alias("open"))
 
 
 def _merge_renamed_columns(frame: pl.DataFrame, d: Deliverable) -> pl.DataFrame:
@@ -162,25 +263,6 @@ def clean_name(name: str) -> str:
     return " ".join(text.split())
 
 
-def _match_units(units_file: pl.DataFrame, names: pl.DataFrame, clean: bool) -> pl.DataFrame:
-    """Attach unit ids to CRM rows by name: exact for a raw analysis, normalised then fuzzy when cleaning."""
-    reference = dict(zip(names["name"].to_list(), names["unit_id"].to_list(), strict=True))
-    if clean:
-        by_clean = {clean_name(n): uid for n, uid in reference.items()}
-        choices = list(by_clean)
-        ids = []
-        for n in units_file["name"].to_list():
-            key = clean_name(str(n))
-            if key not in by_clean:
-                close = difflib.get_close_matches(key, choices, n=1, cutoff=0.75)
-                key = close[0] if close else key
-            ids.append(by_clean.get(key))
-    else:
-        ids = [reference.get(n) for n in units_file["name"].to_list()]
-    out = units_file.with_columns(pl.Series("unit_id", ids, dtype=pl.Int64)).drop("name", "region", strict=False)
-    return out.filter(pl.col("unit_id").is_not_null()).unique(subset=["unit_id"], keep="first", maintain_order=True)
-
-
 def _expand_schedule(panel: pl.DataFrame, schedule: pl.DataFrame) -> pl.DataFrame:
     """Change logs become daily step functions: each value holds from its effective day to the next change."""
     for fld in sorted(schedule["field"].unique().to_list()):
@@ -194,39 +276,111 @@ def _expand_schedule(panel: pl.DataFrame, schedule: pl.DataFrame) -> pl.DataFram
     return panel
 
 
-def repair_unit_drift(frame: pl.DataFrame, column: str) -> pl.DataFrame:
-    """Find a day after which a column's level jumps by a recognisable factor and convert it back."""
-    if column not in frame.columns or not frame.schema[column].is_numeric():
+def plausible_factors(unit: str) -> tuple[float, ...]:
+    """The unit switches an analyst would consider for a column measured in `unit`."""
+    words = re.findall(r"[a-z$0-9]+", unit.lower().split("/")[0])
+    return next((factors for names, factors in FACTORS_BY_UNIT if any(w.startswith(names) for w in words)), ())
+
+
+def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str) -> pl.DataFrame:
+    """Find a day after which a column's level jumps by a factor its unit makes plausible and convert it back.
+
+    Works on the logs of every positive value (not daily medians), so a measure that is zero on most days
+    (refunds, downtime) shows its switch as clearly as a daily average does.
+    """
+    factors = plausible_factors(unit)
+    if column not in frame.columns or not frame.schema[column].is_numeric() or not factors:
         return frame
-    daily = frame.filter(pl.col(column) > 0).group_by("day").agg(pl.col(column).median().alias("m")).sort("day")
-    if daily.height < MIN_DAYS or frame.filter(pl.col(column) <= 0).height > MAX_NONPOSITIVE_SHARE * frame.height:
+    if (frame[column].min() or 0) < 0:  # a quantity that goes negative (a temperature) has no unit to switch
         return frame
-    logm = np.log(daily["m"].to_numpy())
-    n = len(logm)
-    csum = np.concatenate([[0.0], np.cumsum(logm)])
-    splits = np.arange(EDGE_DAYS, n - EDGE_DAYS)
-    if len(splits) == 0:
+    positive = frame.select("day", column).filter(pl.col(column) > 0).sort("day")
+    days = positive["day"].to_numpy()
+    if len(np.unique(days)) < MIN_DAYS:
         return frame
-    jumps = (csum[n] - csum[splits]) / (n - splits) - csum[splits] / splits
-    best = int(splits[int(np.argmax(np.abs(jumps)))])
-    jump = float(jumps[best - EDGE_DAYS])
-    local = float(np.median(logm[best : best + EDGE_DAYS]) - np.median(logm[best - EDGE_DAYS : best]))
+    logs = np.log(positive[column].cast(pl.Float64).to_numpy())
+    split = _best_split(days, logs)
+    if split is None:
+        return frame
+    from_day, jump, local, se = split
+    if "unit_id" in frame.columns:
+        local, se = _unit_step(frame, column, from_day, local, se)
     # A unit switch is a sharp step by a conversion factor an analyst recognises; seasons and regime
     # changes are gradual or the wrong size, and are left alone.
     if abs(jump) < np.log(MIN_JUMP) or abs(local - jump) > SHARPNESS * abs(jump):
         return frame
-    factor = None
-    for known in KNOWN_FACTORS:
-        for candidate in (known, 1 / known):
-            if abs(local - np.log(candidate)) < FACTOR_MATCH:
-                factor = candidate
+    factor = _known_factor(local, max(FACTOR_MATCH, 3 * se), factors)
     if factor is None:
         return frame
-    from_day = int(daily["day"][best])
     if "unit_id" in frame.columns and not _every_unit_switches(frame, column, from_day, factor):
         return frame  # a lever changed for some units (a policy), not the unit of the whole system
     fixed = pl.when(pl.col("day") >= from_day).then(pl.col(column) / factor).otherwise(pl.col(column))
     return frame.with_columns(fixed.cast(pl.Float64).alias(column))
+
+
+def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, float] | None:
+    """The day splitting the log values into the most different halves: (day, whole-segment jump, the
+    jump between the weeks either side of it, that local jump's standard error)."""
+    first, last = int(days.min()), int(days.max())
+    candidates = np.arange(first + EDGE_DAYS, last - EDGE_DAYS + 1)
+    if len(candidates) == 0:
+        return None
+    cut = np.searchsorted(days, candidates)  # values before each candidate day
+    n = len(logs)
+    ok = (cut > 0) & (cut < n)
+    if not ok.any():
+        return None
+    candidates, cut = candidates[ok], cut[ok]
+    csum = np.concatenate([[0.0], np.cumsum(logs)])
+    jumps = (csum[n] - csum[cut]) / (n - cut) - csum[cut] / cut
+    k = int(np.argmax(np.abs(jumps)))
+    day = int(candidates[k])
+    before = logs[(days >= day - LOCAL_DAYS) & (days < day)]
+    after = logs[(days >= day) & (days < day + LOCAL_DAYS)]
+    if len(before) < 2 or len(after) < 2:
+        return None
+    local = float(np.median(after) - np.median(before))
+    se = float(np.sqrt(np.var(before) / len(before) + np.var(after) / len(after)))
+    # Over the whole timeline the step is estimated from every value, at the price of whatever else
+    # changed over the year (a level shift of about 5%): better when values are few and noisy.
+    whole_se = float(np.sqrt(np.var(logs[: cut[k]]) / cut[k] + np.var(logs[cut[k] :]) / (n - cut[k]))) + WHOLE_BIAS
+    if whole_se < se:
+        local, se = float(jumps[k]), whole_se
+    return day, float(jumps[k]), local, se
+
+
+def _unit_step(frame: pl.DataFrame, column: str, day: int, pooled: float, pooled_se: float) -> tuple[float, float]:
+    """The most precise of: the pooled step, and the median across units of each unit's log step between
+    the days just before and after `day` (a week or three each side). Unit by unit, a lever changed for some
+    units around the same time moves only those; pooled, a measure that is rarely non-zero has more values."""
+    best = (pooled, pooled_se)
+    logged = pl.col(column).cast(pl.Float64).log()
+    for window in (EDGE_DAYS, LOCAL_DAYS):
+        near = (pl.col("day") >= day - window) & (pl.col("day") < day + window) & (pl.col(column) > 0)
+        per_unit = (
+            frame.filter(near)
+            .group_by("unit_id")
+            .agg(
+                logged.filter(pl.col("day") >= day).median().alias("after"),
+                logged.filter(pl.col("day") < day).median().alias("before"),
+            )
+            .drop_nulls()
+        )
+        steps = per_unit["after"].to_numpy() - per_unit["before"].to_numpy()
+        if len(steps) < MIN_UNITS_FOR_STEP:
+            continue
+        median = float(np.median(steps))
+        se = 1.25 * 1.4826 * float(np.median(np.abs(steps - median))) / np.sqrt(len(steps))
+        if se < best[1]:
+            best = (median, se)
+    return best
+
+
+def _known_factor(step: float, tolerance: float, factors: tuple[float, ...]) -> float | None:
+    """The conversion factor (or its inverse) a log step matches, if one matches unambiguously."""
+    options = sorted(((abs(step - np.log(f)), f) for known in factors for f in (known, 1 / known)), key=lambda t: t[0])
+    best, factor = options[0]
+    second = options[1][0] if len(options) > 1 else np.inf
+    return factor if best < tolerance and best < FACTOR_MARGIN * second else None
 
 
 def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> bool:

@@ -17,6 +17,7 @@ import polars as pl
 
 from auditors.dataset import Dataset
 from auditors.estimators import ESTIMATORS
+from contracts.calendar import date_factors, months, weekdays
 from contracts.model import Contract, Edge
 
 SCAN_ROWS = 20_000  # scans score candidates on a random 20k-row subset; the final fit uses every row
@@ -34,6 +35,7 @@ class Rows:
     parents: dict[str, np.ndarray]
     panels: dict[str, np.ndarray]  # parent -> (units, periods) array, for lags
     capacity: np.ndarray
+    open: np.ndarray | None = None  # (units, periods): days the unit was seen operating (panel children)
 
 
 @dataclass
@@ -75,6 +77,9 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
         return out
 
     panel_sorted = ds.panel.sort("unit_id", "day")
+    open_days = None
+    if "open" in panel_sorted.columns:
+        open_days = panel_sorted["open"].fill_null(0).to_numpy().reshape(len(unit_ids), periods).astype(bool)
     aligned, panels = {}, {}
     for p in parents:
         g = _grain(contract, p)
@@ -85,6 +90,8 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
             panel = panel_sorted[p].cast(pl.Float64).to_numpy().reshape(len(unit_ids), periods)
             if g == "event":  # days without events have no mean: an analyst imputes the overall mean
                 panel = np.where(np.isnan(panel), np.nanmean(panel), panel)
+            elif open_days is not None:  # a rate with no trials that day: imputed on days the unit was open
+                panel = np.where(np.isnan(panel) & open_days, np.nanmean(panel), panel)
             panels[p] = panel
             if g == "event" and grain == "panel":
                 aligned[p] = panel[uidx, day]
@@ -97,7 +104,20 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
             aligned[p] = np.full(base.height, np.nan)
     y = base[child].cast(pl.Float64).to_numpy() if child in base.columns else np.full(base.height, np.nan)
     capacity = np.asarray(unit_values(ds.capacity)[uidx], dtype=float)
-    return Rows(y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity)
+    is_open = open_days if grain == "panel" else None
+    return Rows(y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity, open=is_open)
+
+
+def roll(values: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:
+    """Trailing mean over the last `window` days of a (units, periods) array, over the days the unit was
+    open (how a reporting system computes a rolling metric)."""
+    values = np.where(is_open, values, np.nan)
+    present = np.isfinite(values)
+    total = np.cumsum(np.where(present, values, 0.0), axis=1)
+    count = np.cumsum(present, axis=1)
+    total[:, window:] -= total[:, :-window].copy()
+    count[:, window:] -= count[:, :-window].copy()
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 class ChildModel:
@@ -108,12 +128,15 @@ class ChildModel:
         self.edges = sorted((e for e in contract.edges if e.child == child), key=lambda e: e.parent)
         self.rows = rows
         v = contract.variable(child)
-        # Values piled up exactly at a natural bound (a share at 1.0) are censored: they say "at least",
+        # Measurements piled up exactly at a natural bound (a share at 1.0) are censored: they say "at least",
         # not "equal", so the fit leaves them out rather than flattening every slope towards the bound.
+        # Counts, rates, scales and sporadic measures sit on their bounds legitimately (zero complaints).
         self.uncensored = np.ones(len(rows.y), dtype=bool)
-        for bound in (v.min, v.max):
-            if bound is not None and v.role != "volume":
+        for bound in (v.min, v.max) if v.observe in ("value", "duration") and v.role != "volume" else ():
+            if bound is not None:
                 self.uncensored &= ~np.isclose(rows.y, bound, rtol=0, atol=1e-9)
+        self.window = v.window if v.observe == "rolling" and rows.open is not None else None
+        self.nuisance = calendar_columns(contract, rows.day) if v.role == "volume" else np.zeros((len(rows.y), 0))
         self.theta: dict[str, float] = {}
         self.levels = {v.name: v.levels for v in contract.variables if v.dtype == "categorical"}
 
@@ -122,10 +145,19 @@ class ChildModel:
         return values if e.kind == "categorical" else np.asarray(values, dtype=float)
 
     def features(self, e: Edge, theta: float | None = None) -> np.ndarray:
-        return ESTIMATORS[e.kind].features(self, e, self.theta.get(e.parent) if theta is None else theta)
+        block = ESTIMATORS[e.kind].features(self, e, self.theta.get(e.parent) if theta is None else theta)
+        if self.window is None:
+            return block
+        # A rolling metric averages its causes over the same window: so must its features.
+        U, T = self.rows.open.shape
+        rolled = [
+            roll(block[:, k].reshape(U, T), self.window, self.rows.open).reshape(-1) for k in range(block.shape[1])
+        ]
+        return np.column_stack(rolled)
 
     def _design(self, skip: Edge | None = None) -> list[np.ndarray]:
-        return [np.ones((len(self.rows.y), 1))] + [self.features(e) for e in self.edges if e is not skip]
+        edges = [self.features(e) for e in self.edges if e is not skip]
+        return [np.ones((len(self.rows.y), 1)), *edges, self.nuisance]
 
     def fit(self) -> ChildFit:
         scanned = [e for e in self.edges if ESTIMATORS[e.kind].scans]
@@ -138,15 +170,15 @@ class ChildModel:
                 self.theta[e.parent] = self._scan(e, valid)
         columns = self._design()
         X = np.hstack(columns)
-        covered = np.isfinite(X).all(axis=1)
+        covered = np.isfinite(X).all(axis=1) & np.isfinite(self.rows.y)
         ok = valid & covered
-        # Contributions are evaluated on every row the parents cover, censored or not, as in generation.
+        # Contributions are evaluated on every row with a reported value, censored or not, as in generation.
         result = ChildFit(day=self.rows.day[covered])
         if ok.sum() < X.shape[1] + 10:
             return result
         coef = np.linalg.lstsq(X[ok], self.rows.y[ok], rcond=None)[0]
         start = 1
-        for e, block in zip(self.edges, columns[1:], strict=True):
+        for e, block in zip(self.edges, columns[1:-1], strict=True):
             b = coef[start : start + block.shape[1]]
             start += block.shape[1]
             estimator = ESTIMATORS[e.kind]
@@ -188,6 +220,20 @@ class ChildModel:
             if score > best_score:
                 best, best_score = float(cand), score
         return best
+
+
+def calendar_columns(contract: Contract, day: np.ndarray) -> np.ndarray:
+    """Weekday and month dummies and the dated events' factor: the calendar an analyst controls for when
+    counting events (the holidays are public; their effect is estimated)."""
+    c, start, periods = contract.calendar, contract.timeline.start, contract.timeline.periods
+    weekday = weekdays(start, periods)[day]
+    month = months(start, periods)[day]
+    columns = [(weekday == w).astype(float) for w in np.unique(weekday)[1:]]
+    columns += [(month == m).astype(float) for m in np.unique(month)[1:]]
+    dated = date_factors(c, start, periods)[day] - 1.0
+    if np.any(dated != 0):
+        columns.append(dated)
+    return np.column_stack(columns) if columns else np.zeros((len(day), 0))
 
 
 def fit_child(ds: Dataset, contract: Contract, child: str) -> ChildFit:

@@ -121,6 +121,22 @@ def _read(world: World, d: Deliverable) -> pl.DataFrame:
     raise WorldFormatError(f"observed/{d.file}: unknown format {d.format!r}")
 
 
+MAX_DOCUMENT_BYTES = 1 << 20  # a data dictionary is a page or two of markdown
+
+
+def read_text(world: World, file: str) -> str:
+    """A text document of the observed files (a data dictionary)."""
+    path = world.path / "observed" / file
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_DOCUMENT_BYTES + 1)
+        if len(data) > MAX_DOCUMENT_BYTES:
+            raise WorldFormatError(f"observed/{file}: larger than {MAX_DOCUMENT_BYTES} bytes")
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise WorldFormatError(f"observed/{file}: unreadable document ({type(exc).__name__})") from None
+
+
 def key_to_int(expr: pl.Expr) -> pl.Expr:
     """R-0012, r12, RES_012, 12 -> 12: systems disagree on prefixes and padding, never on the number."""
     return expr.cast(pl.String).str.extract(r"(\d+)\s*$").cast(pl.Int64)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contracts.errors import ContractError, raise_collected
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "2.0"
 MECHANISM_KINDS = (
     "monotone",
     "threshold",
@@ -90,6 +90,9 @@ class Entity(_Model):
     name_style: Literal["company", "person", "place", "code"] | None = Field(
         default=None, description="how the entity's names are drawn (units and parties)"
     )
+    local_ids: list[str] = Field(
+        default_factory=list, description="units: systems that number units their own way (mapped in the master)"
+    )
 
 
 class AltUnit(_Model):
@@ -97,6 +100,89 @@ class AltUnit(_Model):
 
     name: str
     factor: float = Field(gt=0)
+
+
+SNAKE = r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$"
+
+
+class Peak(_Model):
+    """One intraday peak of activity: around `hour` (local time), spread `sd` hours, relative `weight`."""
+
+    hour: float = Field(ge=0, le=24)
+    sd: float = Field(gt=0, le=12)
+    weight: float = Field(gt=0)
+
+
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+class DateEffect(_Model):
+    """A holiday or seasonal event: `date` is MM-DD, or MM-<weekday><n> for the n-th weekday of the month
+    (e.g. 11-thu4 for the fourth Thursday of November), shifted by `offset` days and lasting `days`.
+    `factor` scales activity: 0 closes units, 0.5 halves activity, 3 triples it."""
+
+    date: str = Field(pattern=r"^(0[1-9]|1[0-2])-((0[1-9]|[12][0-9]|3[01])|(mon|tue|wed|thu|fri|sat|sun)[1-5])$")
+    name: str
+    factor: float = Field(ge=0)
+    offset: int = 0
+    days: int = Field(default=1, ge=1, le=31)
+
+
+class Calendar(_Model):
+    """When units operate and how activity moves through the day, the week and the year."""
+
+    hours: tuple[float, float] = (0.0, 24.0)
+    peaks: list[Peak] = Field(default_factory=list)
+    flat_share: float = Field(default=0.2, ge=0, le=1, description="share of events spread evenly over hours")
+    weekly: list[float] = Field(default_factory=lambda: [1.0] * 7, min_length=7, max_length=7)
+    monthly: list[float] = Field(default_factory=lambda: [1.0] * 12, min_length=12, max_length=12)
+    dates: list[DateEffect] = Field(default_factory=list)
+    extra_closed_weekday: float = Field(default=0.0, ge=0, le=1, description="units closing one more weekday")
+    openings: float = Field(default=0.0, ge=0, le=0.5, description="units that open during the timeline")
+    closures: float = Field(default=0.0, ge=0, le=0.5, description="units that close during the timeline")
+    outages: float = Field(default=0.0, ge=0, le=0.05, description="unit-days a unit is down (no activity, no rows)")
+
+
+class Climate(_Model):
+    """The climate external weather series follow (region-level series, seasonal, heavy-tailed rain)."""
+
+    hemisphere: Literal["north", "south"] = "north"
+    mean_c: float = Field(description="annual mean temperature, Celsius")
+    swing_c: float = Field(ge=0, description="half the gap between the warmest and coldest month")
+    wet_days: float = Field(gt=0, lt=1, description="share of days with rain")
+    wet_mm: float = Field(gt=0, description="mean rain on a wet day, mm")
+
+
+class PartyColumn(_Model):
+    """A domain attribute of a party (segment, plan, age band, credit tier...), drawn per party."""
+
+    name: str = Field(pattern=SNAKE)
+    doc: str = Field(min_length=10)
+    kind: Literal["category", "number"]
+    levels: list[str] = Field(default_factory=list)
+    weights: list[float] = Field(default_factory=list, description="relative frequency of each level")
+    mean: float = 0.0
+    sd: float = Field(default=1.0, gt=0)
+    min: float | None = None
+    max: float | None = None
+    decimals: int = Field(default=0, ge=0, le=4)
+
+
+class PartyShape(_Model):
+    """How parties behave in this world (drawn from the pack's ranges by the contract stage)."""
+
+    loyalty: float = Field(gt=0, description="gamma shape of activity per party: low = a few heavy users")
+    home_share: float = Field(ge=0, le=1, description="share of events at a unit in the party's home region")
+    history_days: int = Field(ge=0, description="parties signed up up to this many days before day 0")
+    since: str = Field(description="what the party file calls the sign-up date")
+    columns: list[PartyColumn] = Field(default_factory=list)
+
+
+class EventShape(_Model):
+    completion_hours: float = Field(gt=0, description="median hours from an event to its completion")
+    feedback_delay_hours: float = Field(gt=0, description="median hours from completion to a feedback answer")
+    key_style: Literal["sequence", "uuid"] = Field(description="how the event system numbers events")
+    key_offset: int = Field(ge=0, description="the event system's first sequence number minus one")
 
 
 class Measure(_Model):
@@ -117,7 +203,13 @@ class Measures(_Model):
     amount: Measure = Field(description="events.<name>: the money or quantity each event carries")
 
 
+Observe = Literal["value", "count", "rate", "rolling", "duration", "sporadic", "scale"]
+
+
 class Variable(_Model):
+    """One variable of the world. `observe` is its observation model (see worldgen/packs.py::Variable):
+    the value X stores is the value on the reported scale, and children respond to it."""
+
     name: str
     description: str
     grain: Grain
@@ -134,6 +226,12 @@ class Variable(_Model):
     layer: int = Field(ge=0)
     decimals: int = Field(default=2, ge=0, description="decimals the business systems report this variable with")
     alt_unit: AltUnit | None = Field(default=None, description="the unit a system migrates this variable to")
+    observe: Observe = "value"
+    denominator: str | None = Field(default=None, description="rate: the count variable holding each day's trials")
+    window: int | None = Field(default=None, description="rolling: days in the trailing window")
+    scope: Literal["unit", "region", "nation"] = "unit"
+    shape: Literal["rain", "temperature", "index", "steps"] | None = None
+    response: float | None = Field(default=None, description="scale: the share of events whose survey is answered")
 
 
 class Edge(_Model):
@@ -166,18 +264,26 @@ class Invariant(_Model):
 class DeliveredColumn(_Model):
     name: str = Field(description="column name in the observed file")
     source: str = Field(description="canonical table.column it projects")
-    format: str | None = Field(default=None, description="key template or date style used by this system")
+    format: str | None = Field(
+        default=None,
+        description="dates: a date style; unit keys: a key template on the unit's code, 'local:<template>' on "
+        "this system's own unit id, or 'name'; other keys: a template on the entity's code, or 'uuid'",
+    )
     decimals: int | None = Field(default=None, description="decimals the system reports numbers with")
+    doc: str = Field(default="", description="what the system's data dictionary says of the column")
 
 
 class Deliverable(_Model):
     file: str = Field(description="path relative to observed/")
     system: str
-    format: Format
-    grain: Literal["units", "parties", "events", "event_detail", "panel", "schedule"]
+    format: Format | Literal["md"]
+    grain: Literal["units", "parties", "events", "event_detail", "panel", "schedule", "dictionary"]
     source_tables: list[str]
     columns: list[DeliveredColumn]
     sheets: list[str] = Field(default_factory=list)
+    fields: list[DeliveredColumn] = Field(
+        default_factory=list, description="change logs: the setting names the field column shows, and what they hold"
+    )
 
 
 class Phenomenon(_Model):
@@ -195,6 +301,22 @@ class Phenomenon(_Model):
     description: str
 
 
+class Candidate(_Model):
+    """A plausible edge of the domain pack, realised in this world or not (rubrics penalise the absent ones)."""
+
+    parent: str
+    child: str
+    sign: Literal["+", "-"]
+
+
+class Unidentified(_Model):
+    """An edge whose characteristic number the data cannot pin down: no phenomenon, no rubric number."""
+
+    edge: str
+    statistic: str
+    reason: str
+
+
 class Contract(_Model):
     schema_version: str = SCHEMA_VERSION
     world_id: str
@@ -205,14 +327,21 @@ class Contract(_Model):
     persona: Persona
     timeline: Timeline
     regions: list[str] = Field(min_length=1, description="regions units and parties are drawn from")
+    calendar: Calendar
+    climate: Climate | None = None
     entities: list[Entity]
     measures: Measures
+    parties: PartyShape
+    events: EventShape
     variables: list[Variable]
     edges: list[Edge]
     layers: list[list[str]]
     invariants: list[Invariant]
     deliverables: list[Deliverable]
     phenomena: list[Phenomenon]
+    candidates: list[Candidate] = Field(default_factory=list, description="every plausible edge of the pack")
+    unidentified: list[Unidentified] = Field(default_factory=list)
+    attempt: int = Field(default=0, ge=0, description="canonical attempt that planted the persona's trend")
     sealed: bool = False
 
     def variable(self, name: str) -> Variable:
@@ -251,9 +380,11 @@ def longest_path_layers(nodes: list[str], edges: list[tuple[str, str]]) -> dict[
 
 
 def structural_edges(variables: list[Variable]) -> list[tuple[str, str]]:
-    """Edges implied by the data layout: event variables can only be drawn once the volume's events exist."""
+    """Edges implied by the data layout: event variables can only be drawn once the volume's events exist,
+    and a rate once the count holding its trials exists."""
     volume = [v.name for v in variables if v.role == "volume"]
-    return [(volume[0], v.name) for v in variables if v.grain == "event"] if volume else []
+    edges = [(volume[0], v.name) for v in variables if v.grain == "event"] if volume else []
+    return edges + [(v.denominator, v.name) for v in variables if v.denominator]
 
 
 def generation_layers(contract: Contract) -> dict[str, int]:
@@ -353,8 +484,9 @@ def _phenomenon_problems(contract: Contract) -> list[str]:
         if contract.sealed and ph.target is None:
             problems.append(f"{where}: sealed contract without a target value")
     covered = {ph.edge for ph in contract.phenomena if ph.kind == "edge_effect"}
+    covered |= {u.edge for u in contract.unidentified}
     for e in sorted(edge_ids - covered) if contract.sealed else []:
-        problems.append(f"edge {e}: no edge_effect phenomenon")
+        problems.append(f"edge {e}: no edge_effect phenomenon and not listed as unidentified")
     if contract.sealed and not any(len(ph.files) >= 2 for ph in contract.phenomena):
         problems.append("at least one phenomenon must need files from two systems")
     return problems

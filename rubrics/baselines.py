@@ -1,9 +1,16 @@
-"""Baseline answers used to show the rubrics are discriminating: empty, shuffled and naive.
+"""Baseline answers used to show the rubrics pay for analysis and nothing else: empty, shuffled, naive, prior.
 
 The naive analyst reads the raw files without cleaning (no de-duplication, no unit repair, no merging of
 renamed columns, exact-name joins only) and reasons by correlation: the variables that move most with the
 target are named as its drivers (or, for a consequence, its effects), with shares in proportion to the
 correlations and magnitudes from one-variable slopes. It is the analysis the negative items are built to catch.
+
+The prior analyst reads no values at all. It uses everything public: the domain pack (its plausible edges,
+their signs and mechanism kinds, every variable's nominal mean and spread), the persona's concern in the
+prompt, and the answer schema's list of variables. It names every plausible cause (or effect), with the
+pack's sign, even shares, the change its concern suggests, and magnitudes guessed from the nominal scales.
+`prior+files` also uses the task's hidden `files` list (which systems the answer needs) to keep only the
+candidates those files hold: it shows why that list must never reach an agent.
 """
 
 from __future__ import annotations
@@ -80,6 +87,83 @@ def _drift(daily: pl.DataFrame, column: str) -> float:
     early = daily.filter(pl.col("day") < half)[column].mean()
     late = daily.filter(pl.col("day") >= half)[column].mean()
     return float(np.sign((late or 0) - (early or 0))) or 1.0
+
+
+DOWN_WORDS = ("fall", "drop", "slip", "declin", "lower", "worse", "shrink", "fewer", "less", "sink", "cut")
+UP_WORDS = ("rise", "rising", "grow", "increas", "higher", "more", "climb", "longer", "slower", "pil", "spike", "doubl")
+STRENGTH_GUESS = 0.67  # the geometric middle of the generator's published effect sizes (0.3 to 1.5 sd)
+TYPICAL_CHANGE = 0.15  # a round guess at how much a worrying measure moved
+
+
+def _concern_sign(prompt: str) -> float:
+    text = prompt.lower()
+    down = sum(text.count(w) for w in DOWN_WORDS)
+    up = sum(text.count(w) for w in UP_WORDS)
+    return 0.0 if down == up else (1.0 if up > down else -1.0)
+
+
+def prior_answers(tasks: list[Task], contract=None, use_files: bool = False) -> dict[str, dict]:
+    """Answers from public knowledge only (see the module docstring); `contract` is read only for which
+    variables each of the task's files holds, and only when `use_files` is set."""
+    from worldgen.packs import get_pack  # the packs are public; the rubric code does not need them otherwise
+
+    answers = {}
+    for task in tasks:
+        pack = get_pack(task.world_id.rsplit("-s", 1)[0])
+        allowed = set(
+            task.answer_schema["properties"]["drivers" if task.kind == "cause" else "effects"]["items"]["properties"][
+                "variable"
+            ]["enum"]
+        )
+        if use_files and contract is not None:
+            allowed &= _variables_in(contract, task.files)
+        sign = _concern_sign(task.prompt)
+        if task.kind == "cause":
+            causes = [e for e in pack.edges if e.child == task.variable and e.parent in allowed]
+            drivers = [
+                {
+                    "variable": e.parent,
+                    "direction": "+" if (1 if e.sign == "+" else -1) * (sign or 1) > 0 else "-",
+                    "share": 1 / len(causes),
+                }
+                for e in causes
+            ]
+            change = {"relative_change": sign * TYPICAL_CHANGE}
+            answers[task.task_id] = {"variable": task.variable, "change": change, "drivers": drivers}
+        else:
+            effects = [_guess_effect(pack, e) for e in pack.edges if e.parent == task.variable and e.child in allowed]
+            answers[task.task_id] = {"variable": task.variable, "effects": effects}
+    return answers
+
+
+def _variables_in(contract, files: list[str]) -> set[str]:
+    """Which variables the given files hold. An agent could learn the same from the files' column names and
+    the pack's published aliases; reading it from the contract is the same knowledge, faster."""
+    held = set()
+    for d in contract.deliverables:
+        if d.file in files:
+            held |= {c.source.split(".", 1)[1] for c in d.columns}
+            held |= {f.source.split(".", 1)[1] for f in d.fields}
+            if d.grain == "events":
+                held.add(contract.volume.name)
+    return held
+
+
+def _guess_effect(pack, edge) -> dict:
+    parent, child = pack.variable(edge.parent), pack.variable(edge.child)
+    kind = edge.kinds[0]
+    sign = 1.0 if edge.sign == "+" else -1.0
+    slope = sign * STRENGTH_GUESS * child.sd / parent.sd
+    magnitude = {
+        "threshold": parent.mean,
+        "saturation": parent.mean - parent.sd,
+        "lag": 14.0,
+        "seasonal": 0.65,
+        "categorical": 2.5 * STRENGTH_GUESS * child.sd,
+        "ratio": slope * pack.entities.unit.capacity.mean,
+    }.get(kind, slope)
+    entry = {"variable": edge.child, "mechanism": kind, "magnitude": float(magnitude)}
+    return entry if kind == "categorical" else entry | {"direction": edge.sign}
 
 
 def shuffled_answers(tasks_by_world: dict[str, list[Task]]) -> dict[str, dict]:

@@ -11,9 +11,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import polars as pl
 import pytest
 
-from rubrics.baselines import naive_answers, shuffled_answers
+from contracts.model import load_contract
+from rubrics.baselines import naive_answers, prior_answers, shuffled_answers
 from rubrics.grade import GradeError, grade, grade_rules, load_task
 from rubrics.model import Task
 
@@ -77,8 +79,87 @@ def test_naive_and_shuffled_answers_are_penalised(world_dirs, all_tasks):
             negatives += any(i["decision"] for i in graded["items"] if i["polarity"] == "negative")
     shuffled = shuffled_answers(all_tasks)
     shuffled_scores = [grade_rules(t, shuffled[t.task_id])["score"] for ts in all_tasks.values() for t in ts]
-    assert statistics.mean(naive_scores) <= 0.5 and negatives >= len(naive_scores) // 3
+    assert statistics.mean(naive_scores) <= 0.25 and negatives >= len(naive_scores) // 3
     assert statistics.mean(shuffled_scores) <= 0.2
+
+
+def test_priors_and_hints_do_not_pay(world_dirs, all_tasks):
+    """An answer that reads no data (the pack's plausible edges and signs, the concern, even shares, guessed
+    magnitudes) must score low everywhere: the rubric pays for analysis, not for reciting the domain."""
+    scores = []
+    for world in world_dirs:
+        answers = prior_answers(all_tasks[world.name])
+        scores += [grade_rules(t, answers[t.task_id])["score"] for t in all_tasks[world.name]]
+    assert scores and statistics.mean(scores) <= 0.15, statistics.mean(scores)
+    assert max(scores) < 0.5, max(scores)
+
+
+def _observed_mean_change(world: Path, contract, variable: str) -> float:
+    """The stated definition, computed straight from X: mean over the reported values of each half."""
+    v = contract.variable(variable)
+    table = pl.read_parquet(world / "canonical" / ("events.parquet" if v.grain == "event" else "panel.parquet"))
+    if v.grain == "event" and v.observe == "scale":
+        table = table.filter(pl.col(f"responded_{variable}") == 1)
+    if v.grain == "panel":
+        table = table.filter(pl.col("open") == 1)
+    values = table.select("day", pl.col(variable).cast(pl.Float64)).drop_nulls().drop_nans()
+    half = contract.timeline.periods // 2
+    h1 = values.filter(pl.col("day") < half)[variable].mean()
+    h2 = values.filter(pl.col("day") >= half)[variable].mean()
+    return (h2 - h1) / h1
+
+
+def test_answers_under_the_stated_definitions_score_full_marks_and_other_conventions_do_not(world_dirs, all_tasks):
+    """relative_change, direction, share and magnitude mean exactly what the prompt and schema say."""
+    checked = {"change": 0, "direction": 0, "share": 0, "effect_direction": 0}
+    for world in world_dirs:
+        contract = load_contract(world / "contract.json")
+        targets = {ph.id: ph.target for ph in contract.phenomena}
+        for t in all_tasks[world.name]:
+            if t.kind == "cause":
+                change = _observed_mean_change(world, contract, t.variable)
+                drivers = []
+                for e in (e for e in contract.edges if e.child == t.variable):
+                    share = targets.get(f"share:{e.parent}->{t.variable}")
+                    if share is not None:  # '+': the driver pushed the measure up over the period
+                        drivers.append(
+                            {"variable": e.parent, "direction": "+" if share * change > 0 else "-", "share": share}
+                        )
+                answer = {"variable": t.variable, "change": {"relative_change": change}, "drivers": drivers}
+                assert grade_rules(t, answer)["score"] == 1.0, t.task_id
+                swapped = dict(answer, change={"relative_change": -change / (1 + change)})  # (H1 - H2) / H2
+                if abs(change) > 0.05:
+                    assert grade_rules(t, swapped)["score"] < 1.0
+                    checked["change"] += 1
+                percent = dict(answer, drivers=[d | {"share": 100 * d["share"]} for d in drivers])
+                assert grade_rules(t, percent)["score"] < 1.0
+                checked["share"] += 1
+                slope_sign = dict(
+                    answer,
+                    drivers=[
+                        d | {"direction": e.sign}
+                        for d in drivers
+                        for e in contract.edges
+                        if e.parent == d["variable"] and e.child == t.variable
+                    ],
+                )
+                if slope_sign["drivers"] != drivers:
+                    assert grade_rules(t, slope_sign)["score"] < 1.0, (
+                        "direction is the push over the period, not the slope's sign"
+                    )
+                    checked["direction"] += 1
+            else:
+                flipped = [
+                    e | {"direction": "-" if e["direction"] == "+" else "+"}
+                    for e in t.expected_answer["effects"]
+                    if "direction" in e
+                ]
+                if flipped:  # '+' means the effect rises when the cause rises: the other convention loses it
+                    graded = grade_rules(t, dict(t.expected_answer, effects=flipped))
+                    assert graded["score"] < 1.0
+                    assert not any(i["decision"] for i in graded["items"] if i["id"].startswith("effect:"))
+                    checked["effect_direction"] += 1
+    assert all(checked.values()), checked
 
 
 def test_listing_every_variable_or_junk_does_not_pay(world_dirs, all_tasks):
@@ -88,7 +169,8 @@ def test_listing_every_variable_or_junk_does_not_pay(world_dirs, all_tasks):
             key = "drivers" if t.kind == "cause" else "effects"
             everything = dict(t.expected_answer)
             listed = {e["variable"] for e in everything[key]}
-            everything[key] = everything[key] + [{"variable": n, "direction": "+"} for n in names if n not in listed]
+            filler = {"direction": "+", "share": 0.0} if t.kind == "cause" else {"direction": "+", "magnitude": 0.0}
+            everything[key] = everything[key] + [{"variable": n} | filler for n in names if n not in listed]
             everything[key] += [{"variable": "junk"}, 42, {"variable": names[0], "direction": "-"}]
             graded = grade_rules(t, everything)
             assert graded["score"] < 1.0, f"{t.task_id}: listing every variable must cost something"

@@ -19,17 +19,18 @@ from types import MappingProxyType
 
 import numpy as np
 
+from contracts.calendar import offsets
 from contracts.hashing import column_sha256
 from contracts.model import Contract, Edge, Variable
 from worldgen.entities import draw_entities, draw_events
 from worldgen.grid import Grid
 from worldgen.mechanisms import MECHANISMS, Scale, resolve
+from worldgen.observation import report, respond
 from worldgen.roots import draw_root
 from worldgen.seeding import Streams
 
 Table = MappingProxyType  # read-only mapping of column name -> read-only array
 Outputs = dict[str, dict[str, np.ndarray]]  # table -> column -> values committed by one step
-NOISE = 0.3  # child noise sd as a share of the child's nominal sd: effects stay visible above it
 MIN_VOLUME_RATE = 0.02  # a Poisson rate is never zero, so every unit-day could see an event
 
 
@@ -47,6 +48,7 @@ class CanonicalState:
     ledger: list[dict] = field(default_factory=list)
     contributions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # child -> parent -> values
     params: dict[str, dict] = field(default_factory=dict)  # edge id -> parameters resolved in natural units
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)  # edge id -> parent as the mechanism saw it
 
     def column(self, table: str, name: str) -> np.ndarray:
         return self.tables[table][name]
@@ -102,20 +104,25 @@ class Step:
     rng: np.random.Generator
     outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
-    def lookup(self, name: str) -> np.ndarray:
-        table = table_of(self.contract.variable(name))
+    def lookup(self, table: str, name: str) -> np.ndarray:
         if table in self.outputs and name in self.outputs[table]:
             return self.outputs[table][name]
         return self.state.column(table, name)
 
+    @property
+    def is_open(self) -> np.ndarray:
+        return self.state.column("panel", "open").reshape(self.grid.units, self.grid.periods).astype(bool)
+
     def grid_values(self, name: str) -> np.ndarray:
+        """A variable on its grid as children see it: closed unit-days (no activity) are missing."""
         v = self.contract.variable(name)
-        raw = self.lookup(name)
+        raw = self.lookup(table_of(v), name)
         if v.dtype == "categorical":
             return _codes(raw, v.levels)
-        return (
-            raw.reshape(self.grid.units, self.grid.periods).astype(float) if v.grain == "panel" else raw.astype(float)
-        )
+        if v.grain != "panel":
+            return raw.astype(float)
+        values = raw.reshape(self.grid.units, self.grid.periods).astype(float)
+        return np.where(self.is_open, values, np.nan) if v.role == "volume" else values
 
     def realised(self, name: str, seen_as: str | None = None) -> Scale:
         """A parent's realised location and spread as its child sees it (the scale its edge parameters use):
@@ -133,27 +140,26 @@ class Step:
         return self.state.column("units", self.contract.measures.capacity.name).astype(float)
 
 
-def generate(contract: Contract, streams: Streams) -> CanonicalState:
-    """Run every step in order; step k draws from `streams.rng("canonical", k)`."""
+def generate(contract: Contract, streams: Streams, attempt: int = 0) -> CanonicalState:
+    """Run every step in order; step k of attempt a draws from `streams.rng("canonical", a, k)`."""
     state = CanonicalState()
     grid = Grid(contract.entity("unit").count, contract.timeline.periods)
     parents_of: dict[str, list[Edge]] = {v.name: [] for v in contract.variables}
     for e in contract.edges:
         parents_of[e.child].append(e)
-    state.run_step(
-        "entities", streams.record("canonical", 0), [], lambda: draw_entities(contract, streams.rng("canonical", 0))
-    )
+    entities = lambda: draw_entities(contract, streams.rng("canonical", attempt, 0))  # noqa: E731
+    state.run_step("entities", streams.record("canonical", attempt, 0), [], entities)
     for layer, names in enumerate(contract.layers):
         step = layer + 1
         parents = {(table_of(contract.variable(e.parent)), e.parent) for n in names for e in parents_of[n]}
 
-        def run(names=names, step=step) -> dict[str, dict[str, np.ndarray]]:
-            ctx = Step(contract, state, grid, streams.rng("canonical", step))
+        def run(names=names, step=step) -> Outputs:
+            ctx = Step(contract, state, grid, streams.rng("canonical", attempt, step))
             for name in names:
                 _draw_into(ctx, contract.variable(name), parents_of[name])
             return ctx.outputs
 
-        state.run_step(f"layer {layer}", streams.record("canonical", step), sorted(parents), run, names)
+        state.run_step(f"layer {layer}", streams.record("canonical", attempt, step), sorted(parents), run, names)
     return state
 
 
@@ -161,14 +167,39 @@ def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:
     """Draw one variable and put it (and, for the volume, its events) into the step's outputs."""
     if v.grain == "event" and "events" not in ctx.outputs and "events" not in ctx.state.tables:
         raise RuntimeError("an event variable was scheduled before its events exist")
-    values = _draw(ctx, v, edges)
+    latent = _latent(ctx, v, edges)
     if v.role == "volume":
-        counts = ctx.rng.poisson(values).astype(np.int64)
+        rate = np.where(ctx.is_open, latent, 0.0)
+        counts = ctx.rng.poisson(rate).astype(np.int64)
         ctx.outputs.setdefault("panel", {})[v.name] = counts.reshape(-1)
-        ctx.outputs["panel"][f"{v.name}_expected"] = values.reshape(-1)
-        ctx.outputs["events"] = draw_events(counts, ctx.contract, ctx.grid, ctx.rng)
-    else:
-        ctx.outputs.setdefault(table_of(v), {})[v.name] = values.reshape(-1)
+        ctx.outputs["panel"][f"{v.name}_expected"] = rate.reshape(-1)
+        units, parties = ctx.state.tables["units"], ctx.state.tables["parties"]
+        ctx.outputs["events"] = draw_events(counts, ctx.contract, ctx.grid, units, parties, ctx.rng)
+        return
+    values = _reported(ctx, v, latent, bool(edges))
+    if v.observe == "scale":
+        ctx.outputs.setdefault("events", {})[f"responded_{v.name}"] = respond(v, latent, ctx.rng).astype(np.int8)
+    ctx.outputs.setdefault(table_of(v), {})[v.name] = values.reshape(-1)
+
+
+def _reported(ctx: Step, v: Variable, latent: np.ndarray, derived: bool) -> np.ndarray:
+    """The reported values: levers, flags and external series as drawn; everything else through its
+    observation model; all clipped to the variable's range; derived daily values exist on open days only."""
+    if v.dtype == "categorical":
+        return latent
+    exact = v.dtype == "binary" or v.pattern == "policy" or v.scope != "unit"
+    values = latent
+    if not exact and (derived or v.observe != "value"):
+        trials = np.nan_to_num(ctx.grid_values(v.denominator)) if v.denominator else None
+        values = report(v, latent, ctx.rng, trials=trials, is_open=ctx.is_open if v.grain == "panel" else None)
+    lo = v.min if v.min is not None else -np.inf
+    hi = v.max if v.max is not None else np.inf
+    values = np.clip(values, lo, hi)
+    if v.dtype == "count" and v.observe not in ("rate", "rolling"):
+        values = np.round(values)
+    if v.grain == "panel" and derived:
+        values = np.where(ctx.is_open, values, np.nan)
+    return values
 
 
 def _codes(raw: np.ndarray, levels: list[str]) -> np.ndarray:
@@ -176,31 +207,28 @@ def _codes(raw: np.ndarray, levels: list[str]) -> np.ndarray:
     return np.array([index[x] for x in raw.tolist()], dtype=float)
 
 
-def _draw(ctx: Step, v: Variable, edges: list[Edge]) -> np.ndarray:
-    """One variable on its grid: a root pattern, or mean + sum of edge contributions + noise."""
+def _latent(ctx: Step, v: Variable, edges: list[Edge]) -> np.ndarray:
+    """One variable's level on its grid: a root pattern, or mean + sum of edge contributions (+ the calendar
+    for the volume). Observation noise comes after, in `_reported`."""
     if not edges:
-        values = draw_root(v, ctx.grid, ctx.contract, ctx.rng)
-        if v.dtype == "categorical":
-            return values
-    else:
-        total = np.full(ctx.grid.shape(v.grain), v.mean)
-        for e in sorted(edges, key=lambda e: e.parent):
-            contribution = _contribution(ctx, e, v)
-            ctx.state.contributions.setdefault(v.name, {})[e.parent] = contribution  # for targets and tolerances
-            total = total + contribution
-        values = total if v.role == "volume" else total + ctx.rng.normal(0, NOISE * v.sd, total.shape)
-    lo = v.min if v.min is not None else -np.inf
-    hi = v.max if v.max is not None else np.inf
+        unit_region = ctx.state.column("units", "region")
+        return draw_root(v, ctx.grid, ctx.contract, ctx.rng, unit_region)
+    total = np.full(ctx.grid.shape(v.grain), v.mean)
+    for e in sorted(edges, key=lambda e: e.parent):
+        contribution = _contribution(ctx, e, v)
+        ctx.state.contributions.setdefault(v.name, {})[e.parent] = contribution  # for targets and tolerances
+        total = total + contribution
     if v.role == "volume":
-        lo = max(lo, MIN_VOLUME_RATE)
-    values = np.clip(values, lo, hi)
-    if v.dtype == "count" and v.role != "volume":
-        values = np.round(values)
-    return values
+        calendar = offsets(ctx.contract.calendar, ctx.contract.timeline.start, ctx.grid.periods).sum(axis=1)
+        total = total + v.mean * calendar[None, :]
+        lo = max(v.min if v.min is not None else 0.0, MIN_VOLUME_RATE)
+        return np.clip(total, lo, v.max if v.max is not None else np.inf)
+    return total
 
 
 def _contribution(ctx: Step, e: Edge, child: Variable) -> np.ndarray:
-    """One edge's contribution to its child, on the child's grain, with parameters resolved now."""
+    """One edge's contribution to its child, on the child's grain, with parameters resolved now. A parent
+    missing on a cell (a closed day, a rate with no trials) counts as its nominal level: no contribution."""
     parent = ctx.contract.variable(e.parent)
     mechanism = MECHANISMS[e.kind]
     grid = ctx.grid
@@ -214,15 +242,21 @@ def _contribution(ctx: Step, e: Edge, child: Variable) -> np.ndarray:
     params = {**e.params, **resolve(e.kind, e.draw, e.sign, ctx.realised(e.parent, child.grain), extra)}
     ctx.state.params[f"{e.parent}->{e.child}"] = params
     center = float(params.get("center", parent.mean))
+    x = np.where(np.isnan(x), center, x) if parent.dtype != "categorical" else x
+    edge_id = f"{e.parent}->{e.child}"
     if "panel" in mechanism.inputs:  # the mechanism works on the parent's daily panel (a lag shifts days)
         panel_x = grid.align(x, parent.grain, "panel", fill=center)
+        ctx.state.inputs[edge_id] = panel_x  # kept for the profile of the lag's precision when sealing
         return grid.align(mechanism.apply({"x": panel_x}, params, ctx.rng), "panel", child.grain)
     inputs = {"x": grid.align(x, parent.grain, child.grain, fill=center)}
+    if mechanism.locates:
+        ctx.state.inputs[edge_id] = inputs["x"]
     if "t" in mechanism.inputs:
         inputs["t"] = grid.time(child.grain)
     if "moderator" in mechanism.inputs:
         moderator = ctx.contract.variable(params["moderator"])
         m = ctx.grid_values(moderator.name)
+        m = np.where(np.isnan(m), params["moderator_center"], m)
         inputs["moderator"] = grid.align(m, moderator.grain, child.grain, fill=params["moderator_center"])
     if "denominator" in mechanism.inputs:
         inputs["denominator"] = grid.align(ctx.capacity(), "unit", child.grain)
@@ -230,8 +264,15 @@ def _contribution(ctx: Step, e: Edge, child: Variable) -> np.ndarray:
 
 
 def grain_series(contract: Contract, state: CanonicalState, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """A variable's values and their periods, on the grain an analyst would average (events or unit-days)."""
+    """A variable's reported values and their periods where an analyst sees them: events (survey answers:
+    answered events only) or open unit-days with a value."""
     v = contract.variable(name)
     if v.grain == "event":
-        return state.column("events", name).astype(float), state.column("events", "day")
-    return state.column("panel", name).astype(float), state.column("panel", "day")
+        values, day = state.column("events", name).astype(float), state.column("events", "day")
+        if v.observe == "scale":
+            answered = state.column("events", f"responded_{name}").astype(bool)
+            return values[answered], day[answered]
+        return values, day
+    values, day = state.column("panel", name).astype(float), state.column("panel", "day")
+    seen = state.column("panel", "open").astype(bool) & np.isfinite(values)
+    return values[seen], day[seen]

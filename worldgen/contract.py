@@ -15,15 +15,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contracts.calendar import offsets, open_for_all
 from contracts.model import (
     AltUnit,
+    Candidate,
     Contract,
     Edge,
     Entity,
+    EventShape,
     ForeignKey,
     Invariant,
     Measure,
     Measures,
+    PartyShape,
     Persona,
     Timeline,
     Variable,
@@ -54,16 +58,17 @@ class WorldSpec:
 @dataclass(frozen=True)
 class SizeSpec:
     periods: int
-    events: int
-    parties: int
+    events: int  # events the world aims for; units are sized to reach it, parties follow from the pack
 
 
 SIZES = {
-    "small": SizeSpec(periods=180, events=6_000, parties=400),
-    "default": SizeSpec(periods=365, events=60_000, parties=3_000),
-    "large": SizeSpec(periods=730, events=400_000, parties=20_000),
+    "small": SizeSpec(periods=180, events=6_000),
+    "default": SizeSpec(periods=365, events=60_000),
+    "large": SizeSpec(periods=730, events=400_000),
 }
 UNITS_RANGE = (12, 800)  # enough units to estimate unit-level effects, few enough for a readable master file
+UUID_SHARE = 0.4  # event systems that key events by UUID rather than by a running number
+EVENT_NUMBER_START = (100_000, 9_000_000)  # a running event number starts somewhere in this range
 CHANGE_WINDOW = (0.45, 0.55)  # the management change day falls near the middle, so both halves are long
 EFFECT_HEADROOM = 2.8  # a child's summed edge effects stay this many sd (per sqrt(parents)) inside its bounds
 
@@ -73,9 +78,12 @@ def build_contract(world: WorldSpec, pack: DomainPack, skeleton: Skeleton, strea
     rng = streams.rng("contract")
     spec = SIZES[world.size]
     volume = next(v for v in pack.variables if v.role == "volume")
-    units = int(np.clip(round(spec.events / (spec.periods * volume.mean)), *UNITS_RANGE))
+    activity = _mean_activity(pack, spec.periods)
+    units = int(np.clip(round(spec.events / (spec.periods * volume.mean * activity)), *UNITS_RANGE))
     low, high = (int(share * spec.periods) for share in CHANGE_WINDOW)
     timeline = Timeline(start=pack.start, periods=spec.periods, change_day=int(rng.integers(low, high)))
+    expected_events = units * spec.periods * volume.mean * activity
+    parties = max(UNITS_RANGE[0], int(expected_events / rng.uniform(*pack.entities.party.events_per_party)))
     draft = Contract(
         world_id=world.world_id,
         seed=world.seed,
@@ -85,10 +93,15 @@ def build_contract(world: WorldSpec, pack: DomainPack, skeleton: Skeleton, strea
         persona=world.persona,
         timeline=timeline,
         regions=list(pack.regions),
-        entities=_entities(pack, units, spec),
+        calendar=pack.calendar,
+        climate=pack.climate,
+        entities=_entities(pack, units, parties, int(expected_events)),
         measures=_measures(pack),
-        variables=[_variable(pack, name) for name in skeleton.nodes],
+        parties=_party_shape(pack),
+        events=_event_shape(pack, rng),
+        variables=[_variable(pack, name, rng) for name in skeleton.nodes],
         edges=_edges(pack, skeleton, rng),
+        candidates=[Candidate(parent=e.parent, child=e.child, sign=e.sign) for e in pack.edges],
         layers=[],
         invariants=[],
         deliverables=[],
@@ -104,9 +117,34 @@ def build_contract(world: WorldSpec, pack: DomainPack, skeleton: Skeleton, strea
     return draft
 
 
-def _entities(pack: DomainPack, units: int, spec: SizeSpec) -> list[Entity]:
+def _mean_activity(pack: DomainPack, periods: int) -> float:
+    """The calendar's mean activity per unit-day relative to the nominal level (closed days count as 0)."""
+    c = pack.calendar
+    open_days = open_for_all(c, pack.start, periods)
+    level = np.maximum(1.0 + offsets(c, pack.start, periods).sum(axis=1), 0.0) * open_days
+    lost = c.extra_closed_weekday / 7 + c.outages + (c.openings + c.closures) / 4
+    return float(level.mean() * (1 - lost))
+
+
+def _party_shape(pack: DomainPack) -> PartyShape:
+    p = pack.entities.party
+    return PartyShape(
+        loyalty=p.loyalty, home_share=p.home_share, history_days=p.history_days, since=p.since, columns=p.columns
+    )
+
+
+def _event_shape(pack: DomainPack, rng: np.random.Generator) -> EventShape:
+    e = pack.entities.event
+    return EventShape(
+        completion_hours=round(float(rng.uniform(*e.completion_hours)), 3),
+        feedback_delay_hours=e.feedback_delay_hours,
+        key_style="uuid" if rng.random() < UUID_SHARE else "sequence",
+        key_offset=int(rng.integers(*EVENT_NUMBER_START)),
+    )
+
+
+def _entities(pack: DomainPack, units: int, parties: int, events: int) -> list[Entity]:
     ent = pack.entities
-    volume = next(v for v in pack.variables if v.role == "volume")
     return [
         Entity(
             name=ent.unit.name,
@@ -123,7 +161,7 @@ def _entities(pack: DomainPack, units: int, spec: SizeSpec) -> list[Entity]:
             table="parties",
             key="party_id",
             prefix=ent.party.prefix,
-            count=spec.parties,
+            count=parties,
             name_style=ent.party.name_style,
         ),
         Entity(
@@ -132,7 +170,7 @@ def _entities(pack: DomainPack, units: int, spec: SizeSpec) -> list[Entity]:
             table="events",
             key="event_id",
             prefix=ent.event.prefix,
-            count=int(units * spec.periods * volume.mean),
+            count=max(events, 1),
             foreign_keys=[
                 ForeignKey(column="unit_id", references=ent.unit.name),
                 ForeignKey(column="party_id", references=ent.party.name),
@@ -169,8 +207,9 @@ def _measures(pack: DomainPack) -> Measures:
     )
 
 
-def _variable(pack: DomainPack, name: str) -> Variable:
+def _variable(pack: DomainPack, name: str, rng: np.random.Generator) -> Variable:
     v = pack.variable(name)
+    response = None if v.response is None else round(float(rng.uniform(*v.response)), 4)
     return Variable(
         name=v.name,
         description=v.description,
@@ -188,6 +227,12 @@ def _variable(pack: DomainPack, name: str) -> Variable:
         layer=0,
         decimals=v.decimals,
         alt_unit=_alt(v.alt_unit),
+        observe=v.observe,
+        denominator=v.denominator,
+        window=v.window,
+        scope=v.scope,
+        shape=v.shape,
+        response=response,
     )
 
 
@@ -255,14 +300,14 @@ def _invariants(contract: Contract) -> list[Invariant]:
     ]
     table = {"unit": "units", "panel": "panel", "event": "events"}
     for v in contract.variables:
-        if v.role == "volume":  # the rate obeys the variable's range; the realised count is any count >= 0
+        if v.role == "volume":  # the rate obeys the variable's range (0 on closed days); the count is any count >= 0
             inv.append(
                 Invariant(
                     id=f"range_{v.name}_expected",
                     kind="range",
                     table="panel",
                     column=f"{v.name}_expected",
-                    min=v.min,
+                    min=0,
                     max=v.max,
                 )
             )

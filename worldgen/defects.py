@@ -70,29 +70,35 @@ SPELLINGS = (
 
 @dataclass(frozen=True)
 class SpellingVariants(Defect):
-    """The same entity's name spelled differently by another system (case, punctuation, suffix, typo)."""
+    """A name spelled differently by another system (case, punctuation, suffix, typo): each chosen name is
+    spelled one way wherever it appears in the file. The record maps every variant back to the original."""
 
     column: str
     rate: float
     kind: ClassVar[str] = "id_variants"
 
     def apply(self, df, rng):
-        present = np.flatnonzero(df[self.column].is_not_null().to_numpy())
-        rows = present[_pick(rng, len(present), self.rate)] if len(present) else present
-        names = df[self.column].to_list()
+        names = sorted(set(df[self.column].drop_nulls().to_list()))
+        taken = set(names)
         changes = []
-        for r in rows.tolist():
+        for i in _pick(rng, len(names), self.rate).tolist() if names else []:
             label, fn = SPELLINGS[int(rng.integers(len(SPELLINGS)))]
-            shown = fn(names[r])
-            if shown == names[r]:
-                shown = names[r].upper() if names[r] != names[r].upper() else names[r].lower()
-            changes.append([r, names[r], shown, label])
-        out = _set_rows(df, self.column, [c[0] for c in changes], [c[2] for c in changes])
+            original = names[i]
+            shown = fn(original)
+            if shown == original:
+                shown = original.upper() if original != original.upper() else original.lower()
+            if shown in taken:  # a variant must not collide with another name of the file
+                continue
+            taken.add(shown)
+            changes.append([original, shown, label])
+        mapping = {original: shown for original, shown, _ in changes}
+        out = df.with_columns(pl.col(self.column).replace(mapping))
         return out, {"kind": self.kind, "column": self.column, "changes": changes}
 
     @staticmethod
     def undo(df, record):
-        return _set_rows(df, record["column"], [c[0] for c in record["changes"]], [c[1] for c in record["changes"]])
+        back = {shown: original for original, shown, _ in record["changes"]}
+        return df.with_columns(pl.col(record["column"]).replace(back))
 
 
 @dataclass(frozen=True)

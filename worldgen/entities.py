@@ -1,7 +1,12 @@
-"""The entity tables of X: units with names, regions and capacity; parties; and the event rows.
+"""The entity tables of X: units, parties, the unit-day calendar, and the event rows.
 
-Step 0 of canonical generation draws units and parties; the volume variable's step expands its per-cell
-counts into event rows here. Everything reads the contract (measures, name styles, regions), never a pack.
+Step 0 of canonical generation draws units (a code of the master's numbering, a name, a region, a capacity,
+when they open and close, which extra weekday some close, the ids systems of their own give them), parties
+(a code, a home region, a sign-up day and the pack's domain columns) and which unit-days are open. The
+volume's step expands its per-cell counts into events here: each event gets a time of day from the
+calendar's intraday peaks, a party that had already signed up (usually one from the unit's region), an
+amount, and the times it is completed and, if its customer answers a survey, answered.
+Everything reads the contract (calendar, measures, name styles, regions, party and event shapes).
 """
 
 from __future__ import annotations
@@ -9,55 +14,101 @@ from __future__ import annotations
 import numpy as np
 from faker import Faker
 
+from contracts.calendar import open_for_all, weekdays
 from contracts.model import Contract
 from worldgen.grid import Grid
 
-SIGNUP_HISTORY_DAYS = 720  # parties signed up during the two years before the timeline, or during it
-OPENING_SECONDS = (7 * 3600, 23 * 3600)  # events happen between 07:00 and 23:00
-LOYALTY_SHAPE = 0.6  # gamma shape of party activity: a few frequent parties, a long tail of rare ones
+UNIT_CODES = (1000, 10000)  # master codes are four-digit numbers, issued in no particular order
+PARTY_CODES = (100_000, 1_000_000)  # party numbers are six digits
+LOCAL_ID_SPAN = 20  # a system's own ids are drawn from 1..20x the number of units
+OPENING_WINDOW = (0.1, 0.6)  # units opening during the timeline open in this part of it
+CLOSING_WINDOW = (0.5, 0.95)
+COMPLETION_SPREAD = 0.5  # log-sd of completion times around the world's median
+FEEDBACK_SPREAD = 1.0  # log-sd of the delay from completion to a survey answer (hours to days)
 
 
 def draw_entities(contract: Contract, rng: np.random.Generator) -> dict[str, dict[str, np.ndarray]]:
-    unit, party = contract.entity("unit"), contract.entity("party")
     fake = Faker("en_US")
     fake.seed_instance(int(rng.integers(2**31)))
+    units = _units(contract, fake, rng)
+    parties = _parties(contract, fake, rng)
+    return {"units": units, "parties": parties, "panel": _panel(contract, units, rng)}
+
+
+def _units(contract: Contract, fake: Faker, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    unit, periods, c = contract.entity("unit"), contract.timeline.periods, contract.calendar
+    U = unit.count
     names: list[str] = []
     seen: set[str] = set()
-    for i in range(unit.count):
+    for i in range(U):
         name = _unit_name(fake, unit.name_style or "company", unit.name, i)
         while name in seen:  # names must identify units within a system
             name = f"{name} {fake.city_suffix()}"
         seen.add(name)
         names.append(name)
     cap = contract.measures.capacity
-    capacity = np.clip(np.round(rng.normal(cap.mean, cap.sd, unit.count)), max(cap.min, 1), cap.max)
+    capacity = np.clip(np.round(rng.normal(cap.mean, cap.sd, U)), max(cap.min, 1), cap.max)
     regions = np.array(contract.regions, dtype=object)
+    opens = np.where(rng.random(U) < c.openings, rng.integers(*(int(s * periods) for s in OPENING_WINDOW), U), 0)
+    closes = np.where(rng.random(U) < c.closures, rng.integers(*(int(s * periods) for s in CLOSING_WINDOW), U), periods)
+    open_weekdays = np.flatnonzero(np.asarray(c.weekly) > 0)
+    extra = np.where(rng.random(U) < c.extra_closed_weekday, rng.choice(open_weekdays, U), -1)
+    table = {
+        "unit_id": np.arange(1, U + 1, dtype=np.int64),
+        "code": (rng.choice(UNIT_CODES[1] - UNIT_CODES[0], U, replace=False) + UNIT_CODES[0]).astype(np.int64),
+        "name": np.array(names, dtype=object),
+        "region": regions[rng.integers(len(regions), size=U)],
+        cap.name: capacity,
+        "open_from": opens.astype(np.int64),
+        "open_until": np.maximum(closes, opens + 30).clip(max=periods).astype(np.int64),
+        "closed_weekday": extra.astype(np.int64),
+    }
+    for system in unit.local_ids:
+        table[f"local_{system}"] = (rng.choice(LOCAL_ID_SPAN * U, U, replace=False) + 1).astype(np.int64)
+    return table
+
+
+def _parties(contract: Contract, fake: Faker, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    shape, n, periods = contract.parties, contract.entity("party").count, contract.timeline.periods
     first = np.array(sorted(_faker_list(fake, "first_names")), dtype=object)
     last = np.array(sorted(_faker_list(fake, "last_names")), dtype=object)
-    n_parties = party.count
-    party_names = first[rng.integers(len(first), size=n_parties)] + " " + last[rng.integers(len(last), size=n_parties)]
-    periods = contract.timeline.periods
-    return {
-        "units": {
-            "unit_id": np.arange(1, unit.count + 1, dtype=np.int64),
-            "name": np.array(names, dtype=object),
-            "region": regions[rng.integers(len(regions), size=unit.count)],
-            cap.name: capacity,
-        },
-        "parties": {
-            "party_id": np.arange(1, n_parties + 1, dtype=np.int64),
-            "name": party_names,
-            "region": regions[rng.integers(len(regions), size=n_parties)],
-            "signup_day": rng.integers(-SIGNUP_HISTORY_DAYS, periods, size=n_parties).astype(np.int64),
-        },
-        "panel": panel_keys(unit.count, periods),
+    names = first[rng.integers(len(first), size=n)] + " " + last[rng.integers(len(last), size=n)]
+    regions = np.array(contract.regions, dtype=object)
+    table = {
+        "party_id": np.arange(1, n + 1, dtype=np.int64),
+        "code": (rng.choice(PARTY_CODES[1] - PARTY_CODES[0], n, replace=False) + PARTY_CODES[0]).astype(np.int64),
+        "name": names,
+        "region": regions[rng.integers(len(regions), size=n)],
+        "signup_day": rng.integers(-shape.history_days, periods, size=n).astype(np.int64),
     }
+    for column in shape.columns:
+        if column.kind == "category":
+            weights = np.asarray(column.weights or [1.0] * len(column.levels), dtype=float)
+            table[column.name] = np.array(column.levels, dtype=object)[
+                rng.choice(len(column.levels), n, p=weights / weights.sum())
+            ]
+        else:
+            lo = column.min if column.min is not None else -np.inf
+            hi = column.max if column.max is not None else np.inf
+            table[column.name] = np.round(np.clip(rng.normal(column.mean, column.sd, n), lo, hi), column.decimals)
+    return table
 
 
-def panel_keys(units: int, periods: int) -> dict[str, np.ndarray]:
-    unit = np.repeat(np.arange(1, units + 1, dtype=np.int64), periods)
-    day = np.tile(np.arange(periods, dtype=np.int64), units)
-    return {"unit_id": unit, "day": day}
+def _panel(contract: Contract, units: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Unit-day keys and whether the unit was open: calendar, lifecycle, its extra closed weekday, outages."""
+    U, periods = len(units["unit_id"]), contract.timeline.periods
+    day = np.arange(periods)
+    everyone = open_for_all(contract.calendar, contract.timeline.start, periods)
+    weekday = weekdays(contract.timeline.start, periods)
+    alive = (day[None, :] >= units["open_from"][:, None]) & (day[None, :] < units["open_until"][:, None])
+    rest_day = weekday[None, :] == units["closed_weekday"][:, None]
+    outage = rng.random((U, periods)) < contract.calendar.outages
+    is_open = everyone[None, :] & alive & ~rest_day & ~outage
+    return {
+        "unit_id": np.repeat(units["unit_id"], periods),
+        "day": np.tile(day.astype(np.int64), U),
+        "open": is_open.reshape(-1).astype(np.int8),
+    }
 
 
 def _faker_list(fake: Faker, attr: str) -> list[str]:
@@ -77,27 +128,94 @@ def _unit_name(fake: Faker, style: str, noun: str, i: int) -> str:
     return fake.company()
 
 
-def draw_events(counts: np.ndarray, contract: Contract, grid: Grid, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Expand per-cell counts into event rows with a party, a time of day and an amount."""
+def draw_events(
+    counts: np.ndarray, contract: Contract, grid: Grid, units: dict, parties: dict, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Expand per-cell counts into event rows: time of day, party, amount, completion and answer times."""
     flat = counts.reshape(-1)
     cells = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
     unit_idx, day = cells // grid.periods, cells % grid.periods
-    seconds = rng.integers(*OPENING_SECONDS, size=cells.size)
-    time = day * 86400 + seconds
+    time = day * 86400 + _seconds_of_day(contract, cells.size, rng)
     order = np.lexsort((unit_idx, time))
     unit_idx, day, time = unit_idx[order], day[order], time[order]
     grid.set_events(unit_idx, day)
-    n_parties = contract.entity("party").count
-    loyalty = rng.gamma(LOYALTY_SHAPE, 1.0, n_parties)
-    party = rng.choice(n_parties, size=cells.size, p=loyalty / loyalty.sum()) + 1
+    party = _parties_for(contract, units["region"][unit_idx], day, parties, rng)
     amount = contract.measures.amount
     sigma = np.sqrt(np.log1p((amount.sd / amount.mean) ** 2))
     values = rng.lognormal(np.log(amount.mean) - sigma**2 / 2, sigma, cells.size)
-    return {
+    shape = contract.events
+    completion = time + 3600 * shape.completion_hours * np.exp(COMPLETION_SPREAD * rng.standard_normal(cells.size))
+    answered = completion + 3600 * shape.feedback_delay_hours * np.exp(
+        FEEDBACK_SPREAD * rng.standard_normal(cells.size)
+    )
+    out = {
         "event_id": np.arange(1, cells.size + 1, dtype=np.int64),
         "unit_id": unit_idx + 1,
-        "party_id": party.astype(np.int64),
+        "party_id": party,
         "day": day,
         "time": time.astype(np.int64),
+        "completion_time": completion.astype(np.int64),
+        "feedback_time": answered.astype(np.int64),
         amount.name: np.round(np.clip(values, amount.min, amount.max), amount.decimals),
     }
+    if shape.key_style == "uuid":
+        out["uuid"] = _uuids(cells.size, rng)
+    else:  # the event system's running number
+        out["code"] = out["event_id"] + shape.key_offset
+    return out
+
+
+def _seconds_of_day(contract: Contract, n: int, rng: np.random.Generator) -> np.ndarray:
+    """A mixture of the calendar's intraday peaks and an even spread over the opening hours."""
+    c = contract.calendar
+    opening, closing = c.hours
+    weights = np.array(
+        [c.flat_share] + [p.weight * (1 - c.flat_share) / sum(q.weight for q in c.peaks) for p in c.peaks]
+    )
+    component = rng.choice(len(weights), size=n, p=weights / weights.sum())
+    hours = rng.uniform(opening, closing, n)
+    for k, peak in enumerate(c.peaks, start=1):
+        mine = component == k
+        hours[mine] = rng.normal(peak.hour, peak.sd, int(mine.sum()))
+    outside = (hours < opening) | (hours >= closing)
+    hours[outside] = rng.uniform(opening, closing, int(outside.sum()))  # a peak's tail falls back into opening hours
+    return np.minimum((hours * 3600).astype(np.int64), int(closing * 3600) - 1)
+
+
+def _parties_for(contract: Contract, unit_region: np.ndarray, day: np.ndarray, parties: dict, rng) -> np.ndarray:
+    """Each event's party: someone signed up by that day, usually from the unit's region, busier parties
+    more often (gamma-distributed activity)."""
+    shape = contract.parties
+    activity = rng.gamma(shape.loyalty, 1.0, len(parties["party_id"]))
+    chosen = np.zeros(len(day), dtype=np.int64)
+    home = rng.random(len(day)) < shape.home_share
+    pools = [("*", np.ones(len(day), dtype=bool) & ~home)] + [
+        (region, home & (unit_region == region)) for region in contract.regions
+    ]
+    for region, mine in pools:
+        members = np.arange(len(parties["party_id"])) if region == "*" else np.flatnonzero(parties["region"] == region)
+        if not mine.any():
+            continue
+        if members.size == 0:  # nobody lives there: anyone eligible
+            members = np.arange(len(parties["party_id"]))
+        chosen[mine] = _draw_eligible(members, parties["signup_day"], activity, day[mine], rng)
+    return parties["party_id"][chosen]
+
+
+def _draw_eligible(members: np.ndarray, signup: np.ndarray, activity: np.ndarray, day: np.ndarray, rng) -> np.ndarray:
+    """Draw, for each day, one member who signed up on or before it, in proportion to activity."""
+    members = members[np.argsort(signup[members], kind="stable")]
+    cumulative = np.cumsum(activity[members])
+    eligible = np.searchsorted(signup[members], day, side="right")
+    eligible = np.maximum(eligible, 1)  # a day before anyone signed up falls to the earliest member
+    pick = np.searchsorted(cumulative, rng.random(len(day)) * cumulative[eligible - 1], side="right")
+    return members[np.minimum(pick, eligible - 1)]
+
+
+def _uuids(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Version-4-shaped UUIDs from the world's stream (deterministic, never from the OS)."""
+    raw = rng.integers(0, 2**63, size=(n, 2), dtype=np.int64).astype(np.uint64)
+    text = [f"{a:016x}{b:016x}" for a, b in raw.tolist()]
+    return np.array(
+        [f"{t[:8]}-{t[8:12]}-4{t[13:16]}-{'89ab'[int(t[16], 16) % 4]}{t[17:20]}-{t[20:32]}" for t in text], dtype=object
+    )

@@ -24,9 +24,10 @@ import numpy as np
 Params = dict[str, Any]
 Arrays = Mapping[str, np.ndarray]
 
-# Each edge moves its child by this many child standard deviations (drawn uniformly): strong enough to be
-# found in a year of noisy daily data, weak enough that several parents together stay inside the child's range.
-STRENGTH = (0.6, 1.0)
+# Each edge moves its child by this many child standard deviations, drawn log-uniformly: strong enough to be
+# found in a year of noisy daily data, and spread over a factor of five so that no prior guesses it.
+STRENGTH = (0.3, 1.5)
+BUSINESS_SHARE = 0.15  # an effect reported within 15% of its size is right (unless the data allow less)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,8 @@ def _sign(sign: str) -> float:
 
 
 def _strength(rng: np.random.Generator) -> float:
-    return rng.uniform(*STRENGTH)
+    low, high = np.log(STRENGTH[0]), np.log(STRENGTH[1])
+    return float(np.exp(rng.uniform(low, high)))
 
 
 def signed(value: float) -> str:
@@ -81,6 +83,8 @@ class Mechanism:
     sign_param: ClassVar[str | None] = "beta"
     # How the answer schema describes this mechanism's characteristic number to an analyst.
     magnitude_doc: ClassVar[str] = ""
+    # Linear statistics: the share of the effect's size an answer may be off by (the data may allow less).
+    business_share: ClassVar[float] = BUSINESS_SHARE
 
     def sample_params(self, parent: Scale, child: Scale, sign: str, rng: np.random.Generator, **extra: Scale) -> Params:
         raise NotImplementedError
@@ -137,7 +141,7 @@ class Monotone(Mechanism):
         return f"{p['transform']} slope {p['beta']:g} per unit of {'log1p ' if p['transform'] == 'log' else ''}parent"
 
     def statistic(self, p):
-        return ("slope" if p["transform"] == "linear" else "log_slope", p["beta"], 0.25 * abs(p["beta"]))
+        return ("slope" if p["transform"] == "linear" else "log_slope", p["beta"], self.business_share * abs(p["beta"]))
 
     def effect_size(self, p):
         return p["beta"]
@@ -151,9 +155,13 @@ class Threshold(Mechanism):
     sign_param = "jump"
     magnitude_doc = "the level of the cause at which the step happens"
 
+    LOCATION_SD = (-1.0, 1.0)  # the step sits anywhere between one sd below and one sd above the mean
+    JUMP_SD = (1.0, 2.2)  # and moves the child by this many of its sd
+    TOLERANCE_SD = 0.1  # the floor of its tolerance; the profile of the data usually asks for more
+
     def sample_params(self, parent, child, sign, rng, **extra):
-        tau = parent.mean + rng.uniform(-0.3, 0.9) * parent.sd
-        jump = _sign(sign) * rng.uniform(1.4, 2.2) * child.sd
+        tau = parent.mean + rng.uniform(*self.LOCATION_SD) * parent.sd
+        jump = _sign(sign) * rng.uniform(*self.JUMP_SD) * child.sd
         return {"tau": rounded(tau), "jump": rounded(jump), "center": rounded(parent.mean)}
 
     def apply(self, inputs, params, rng):
@@ -164,7 +172,7 @@ class Threshold(Mechanism):
         return f"step of {p['jump']:g} once the parent exceeds {p['tau']:g}"
 
     def statistic(self, p):
-        return "threshold_location", p["tau"], 0.35 * p["parent_sd"]
+        return "threshold_location", p["tau"], self.TOLERANCE_SD * p["parent_sd"]
 
     def unsuitable(self, parent, child):
         if parent.dtype == "binary":
@@ -185,12 +193,15 @@ class Saturation(Mechanism):
     sign_param = "amplitude"
     magnitude_doc = "the level of the cause by which half of the saturating rise is reached"
 
+    ORIGIN_SD = (1.5, 2.5)  # the curve starts this many sd below the parent's mean
+    KAPPA_SD = (0.5, 2.0)  # and bends over this many sd, so the diminishing returns lie inside the data
+    AMPLITUDE = 1.6  # the full rise, in units of the drawn strength
+    TOLERANCE_SD = 0.15
+
     def sample_params(self, parent, child, sign, rng, **extra):
-        # The curve starts two sd below the parent's mean and bends within its range, so the diminishing
-        # returns are visible in the data rather than flat beyond it.
-        origin = parent.mean - 2.0 * parent.sd
-        kappa = parent.sd * rng.uniform(0.8, 1.8)
-        amplitude = _sign(sign) * _strength(rng) * child.sd * 1.6
+        origin = parent.mean - rng.uniform(*self.ORIGIN_SD) * parent.sd
+        kappa = parent.sd * rng.uniform(*self.KAPPA_SD)
+        amplitude = _sign(sign) * _strength(rng) * child.sd * self.AMPLITUDE
         return {
             "amplitude": rounded(amplitude),
             "kappa": rounded(kappa),
@@ -207,7 +218,7 @@ class Saturation(Mechanism):
         return f"saturating rise of up to {p['amplitude']:g} above {p['origin']:g}, half of it by {half:.4g}"
 
     def statistic(self, p):  # the parent level where half the rise is reached; tolerance in parent sd
-        return "half_saturation", round(p["origin"] + p["kappa"] * math.log(2), 6), 0.35 * p["parent_sd"]
+        return "half_saturation", round(p["origin"] + p["kappa"] * math.log(2), 6), self.TOLERANCE_SD * p["parent_sd"]
 
     def unsuitable(self, parent, child):
         if parent.dtype == "binary":
@@ -233,9 +244,12 @@ class Lag(Mechanism):
     inputs = ("panel",)  # x arrives as a (units, periods) panel and the result is moved to the child's grain
     magnitude_doc = "the delay in days between a change in the cause and the response"
 
+    DAYS = (2, 29)  # delays of two days to four weeks
+    TOLERANCE_DAYS = 1.0
+
     def sample_params(self, parent, child, sign, rng, **extra):
         beta = _sign(sign) * _strength(rng) * child.sd / parent.sd
-        return {"beta": rounded(beta), "lag": int(rng.integers(3, 22)), "center": rounded(parent.mean)}
+        return {"beta": rounded(beta), "lag": int(rng.integers(*self.DAYS)), "center": rounded(parent.mean)}
 
     def apply(self, inputs, params, rng):
         """x is a (units, periods) panel; the child at t responds to the parent at t - lag."""
@@ -246,7 +260,7 @@ class Lag(Mechanism):
         return f"slope {p['beta']:g} on the parent {p['lag']} periods earlier"
 
     def statistic(self, p):
-        return "lag_periods", float(p["lag"]), 1.5
+        return "lag_periods", float(p["lag"]), self.TOLERANCE_DAYS
 
     def unsuitable(self, parent, child):
         if parent.grain not in TIME_VARYING or child.grain not in TIME_VARYING:
@@ -281,7 +295,7 @@ class Interaction(Mechanism):
         return f"slope {p['beta']:g} per unit of parent per moderator standard deviation"
 
     def statistic(self, p):
-        return "interaction_coefficient", p["beta"], 0.3 * abs(p["beta"])
+        return "interaction_coefficient", p["beta"], self.business_share * abs(p["beta"])
 
     def effect_size(self, p):
         return p["beta"]
@@ -294,12 +308,16 @@ class Seasonal(Mechanism):
     inputs = ("t",)
     magnitude_doc = "the seasonal swing of the effect as a share of its average slope"
 
+    AMPLITUDE = (0.3, 1.0)  # the effect swings by 30% to 100% of its average over the cycle
+    PERIODS = (7, 14, 28)
+    TOLERANCE = 0.1
+
     def sample_params(self, parent, child, sign, rng, **extra):
         beta = _sign(sign) * _strength(rng) * child.sd / parent.sd
         return {
             "beta": rounded(beta),
-            "amplitude": rounded(rng.uniform(0.5, 0.9)),
-            "period": int(rng.choice([7, 28])),
+            "amplitude": rounded(rng.uniform(*self.AMPLITUDE)),
+            "period": int(rng.choice(self.PERIODS)),
             "phase": rounded(rng.uniform(0, 2 * np.pi)),
             "center": rounded(parent.mean),
         }
@@ -313,7 +331,7 @@ class Seasonal(Mechanism):
         return f"slope {p['beta']:g} modulated +-{p['amplitude']:g} over a {p['period']}-period cycle"
 
     def statistic(self, p):
-        return "seasonal_amplitude", p["amplitude"], 0.2
+        return "seasonal_amplitude", p["amplitude"], self.TOLERANCE
 
     def unsuitable(self, parent, child):
         if parent.grain not in TIME_VARYING or child.grain not in TIME_VARYING:
@@ -331,7 +349,7 @@ class Categorical(Mechanism):
     def sample_params(self, parent, child, sign, rng, **extra):
         raw = rng.normal(0, 1, len(parent.levels))
         raw = (raw - raw.mean()) / max(raw.std(), 1e-9)
-        shifts = raw * rng.uniform(0.7, 1.1) * child.sd
+        shifts = raw * _strength(rng) * child.sd
         return {"shifts": {lvl: rounded(s) for lvl, s in zip(parent.levels, shifts, strict=False)}}
 
     def apply(self, inputs, params, rng):
@@ -344,7 +362,7 @@ class Categorical(Mechanism):
 
     def statistic(self, p):
         spread = max(p["shifts"].values()) - min(p["shifts"].values())
-        return "level_shift_range", round(spread, 6), 0.25 * spread
+        return "level_shift_range", round(spread, 6), self.business_share * spread
 
     def effect_size(self, p):
         return max(p["shifts"].values()) - min(p["shifts"].values())
@@ -375,7 +393,7 @@ class Ratio(Mechanism):
         return f"slope {p['beta']:g} per unit of parent per unit of capacity"
 
     def statistic(self, p):
-        return "per_capacity_slope", p["beta"], 0.25 * abs(p["beta"])
+        return "per_capacity_slope", p["beta"], self.business_share * abs(p["beta"])
 
     def effect_size(self, p):
         return p["beta"]

@@ -31,11 +31,6 @@ def apply_case(name: str, style: str) -> str:
     return "_".join(w.lower() for w in words)
 
 
-def key_column(entity: str, rng: np.random.Generator, case: str) -> str:
-    base = entity if rng.random() < 0.5 else entity[: max(3, len(entity) // 2)]
-    return apply_case(f"{base}_{KEY_SUFFIXES[int(rng.integers(len(KEY_SUFFIXES)))]}", case)
-
-
 def system_style(rng: np.random.Generator) -> dict[str, str]:
     """One system's conventions."""
     return {

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from contracts.keys import BASE_TABLE, shown, template
 from contracts.model import TIME_SUFFIX, Contract, Deliverable
 from worldgen.canonical import CanonicalState
 from worldgen.defects import (
@@ -50,6 +51,7 @@ class ObservedFile:
     clean: pl.DataFrame  # the system's view of X before defects (typed keys and days)
     frame: pl.DataFrame  # after defects, before rendering
     records: list[dict] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)  # the columns its rows are sorted by
 
     def rendered(self, contract: Contract) -> pl.DataFrame:
         return render(self.frame, self.deliverable, contract)
@@ -61,57 +63,108 @@ def project(
     rng: np.random.Generator,
     settings: DefectSettings = DefectSettings(),
 ) -> list[ObservedFile]:
-    """Every deliverable's clean view with its defects applied, in contract order (the sealed contract is
-    the whole specification: which system reports what, in which units, and which units it may drift to)."""
+    """Every data deliverable's clean view, ordered the way its system lists rows, with its defects applied
+    (the sealed contract is the whole specification). Data dictionaries are written from the contract."""
     files = []
     for d in contract.deliverables:
-        clean = clean_view(d, contract, state)
+        if d.grain == "dictionary":
+            continue
+        order = ROW_ORDERS[d.grain][int(rng.integers(len(ROW_ORDERS[d.grain])))]
+        clean = clean_view(d, contract, state, order)
         frame, records = with_day(clean, d), []
         for defect in plan_defects(d, contract, rng, settings):
             frame, record = defect.apply(frame, rng)
             if record.get("day_column") == DAY:
                 record["day_column"] = f"{d.columns[1].name} (its day)"
             records.append(record)
-        files.append(ObservedFile(d, clean, frame.drop(DAY, strict=False), records))
+        files.append(ObservedFile(d, clean, frame.drop(DAY, strict=False), records, order_columns(d, order)))
     return files
+
+
+# How each kind of file lists its rows: by which of its columns, in order (drawn per file).
+ROW_ORDERS = {
+    "units": (("units.name",), ("units.unit_id",)),
+    "parties": (("parties.party_id",), ("parties.signup_day", "parties.party_id")),
+    "events": (("events.time", "events.event_id"),),
+    "event_detail": (("@time", "events.event_id"), ("events.event_id",)),
+    "panel": (("panel.day", "panel.unit_id"), ("panel.unit_id", "panel.day")),
+    "schedule": (("panel.day", "panel.unit_id", "panel.@field"), ("panel.unit_id", "panel.@field", "panel.day")),
+}
+
+
+def order_columns(d: Deliverable, order: tuple[str, ...]) -> list[str]:
+    """The file's column names an order sorts by (sheets first: a workbook lists each region apart)."""
+    by_source = {c.source: c.name for c in d.columns}
+    names = [d.columns[1].name if source == "@time" else by_source[source] for source in order]
+    return ([by_source["units.region"]] if d.sheets else []) + names
 
 
 def _name(d: Deliverable, source: str) -> str:
     return next(c.name for c in d.columns if c.source == source)
 
 
-def clean_view(d: Deliverable, contract: Contract, state: CanonicalState) -> pl.DataFrame:
-    """The system's view of X with observed column names and decimals, before any defect."""
+def clean_view(d: Deliverable, contract: Contract, state: CanonicalState, order: tuple[str, ...]) -> pl.DataFrame:
+    """The system's view of X: its rows (open days, answered surveys), keys as it shows them, observed
+    column names and decimals, sorted the way the system lists rows; before any defect."""
     if d.grain == "schedule":
-        return _schedule_view(d, contract, state)
+        frame = _schedule_view(d, contract, state)
+    else:
+        frame = _table_view(d, contract, state)
+    return frame.sort(order_columns(d, order), maintain_order=True)
+
+
+def _table_view(d: Deliverable, contract: Contract, state: CanonicalState) -> pl.DataFrame:
     # Columns that may switch unit stay floats even when whole, so a switch to a finer unit can be recorded.
     drifting = {v.name for v in contract.variables if v.alt_unit is not None} | {contract.measures.amount.name}
-    table_of = {"units": "units", "parties": "parties", "events": "events", "event_detail": "events", "panel": "panel"}
-    base = table_of[d.grain]
+    base = BASE_TABLE[d.grain]
+    keep = _reported_rows(d, contract, state)
     cols = {}
     for c in d.columns:
         table, column = c.source.split(".", 1)
-        if table == "units" and base != "units":  # unit name looked up through the event's unit
-            values = state.column("units", column)[state.column(base, "unit_id") - 1]
+        key = shown(d, c)
+        if key is not None:  # the entity's key as this system shows it
+            values = state.column(*key)[state.column(base, column)[keep] - 1]
+        elif table == "units" and base != "units":  # a unit attribute looked up through the row's unit
+            values = state.column("units", column)[state.column(base, "unit_id")[keep] - 1]
         else:
-            values = state.column(table, column)
+            values = state.column(table, column)[keep]
         if values.dtype.kind == "f" and c.decimals is not None:
             values = np.round(values, c.decimals)
-            if c.decimals == 0 and column not in drifting:  # whole numbers are reported as integers
-                values = values.astype(np.int64)
+            if c.decimals == 0 and column not in drifting and np.isfinite(values).all():
+                values = values.astype(np.int64)  # whole numbers are reported as integers
         cols[c.name] = values
-    frame = pl.DataFrame(cols)
-    if d.sheets:  # one sheet per region: the file's row order is by region, so the view's is too
-        frame = frame.sort(_name(d, "units.region"), maintain_order=True)
-    return frame
+    return pl.DataFrame(cols, nan_to_null=True)
+
+
+def _reported_rows(d: Deliverable, contract: Contract, state: CanonicalState) -> np.ndarray:
+    """Which rows of the base table the file reports: open unit-days, or events whose survey was answered."""
+    base = BASE_TABLE[d.grain]
+    n = len(state.column(base, "unit_id" if base in ("panel", "events", "units") else "party_id"))
+    if d.grain == "panel":
+        return np.flatnonzero(state.column("panel", "open").astype(bool))
+    if d.grain == "event_detail":
+        surveys = [c.source.split(".", 1)[1] for c in d.columns if c.source.split(".", 1)[1] in _scales(contract)]
+        if surveys:
+            answered = np.zeros(n, dtype=bool)
+            for name in surveys:
+                answered |= state.column("events", f"responded_{name}").astype(bool)
+            return np.flatnonzero(answered)
+    return np.arange(n)
+
+
+def _scales(contract: Contract) -> set[str]:
+    return {v.name for v in contract.variables if v.observe == "scale"}
 
 
 def _schedule_view(d: Deliverable, contract: Contract, state: CanonicalState) -> pl.DataFrame:
     """Policy levers as a change log: each unit's initial value and every later change."""
     periods = contract.timeline.periods
     frames = []
-    policies = [v for v in contract.variables if v.system == d.system and v.grain == "panel"]
-    for v in policies:
+    key = shown(d, d.columns[0])
+    assert key is not None
+    shown_keys = state.column(*key)
+    for f in d.fields:
+        v = contract.variable(f.source.split(".", 1)[1])
         values = np.round(state.column("panel", v.name).reshape(-1, periods), v.decimals)
         changed = np.ones_like(values, dtype=bool)
         changed[:, 1:] = values[:, 1:] != values[:, :-1]
@@ -119,39 +172,41 @@ def _schedule_view(d: Deliverable, contract: Contract, state: CanonicalState) ->
         frames.append(
             pl.DataFrame(
                 {
-                    d.columns[0].name: (unit + 1).astype(np.int64),
-                    d.columns[1].name: [v.name] * len(unit),
+                    d.columns[0].name: shown_keys[unit],
+                    d.columns[1].name: [f.name] * len(unit),
                     d.columns[2].name: day.astype(np.int64),
                     d.columns[3].name: values[unit, day].astype(float),
                 }
             )
         )
-    return pl.concat(frames).sort([d.columns[2].name, d.columns[0].name, d.columns[1].name])
+    return pl.concat(frames)
 
 
 UNIT_SWITCH_WINDOW = (0.3, 0.7)  # a system migrates units somewhere in the middle 40% of the timeline
 EVENT_RENAME_WINDOW = (0.55, 0.8)  # the event log's release renames a column in the second half
 FEEDBACK_RENAME_WINDOW = (0.5, 0.8)
 PANEL_MISSING_SHARE = 0.7  # daily files lose fewer values than event logs
-LATE_POSTING_RATE = 0.01  # without a feedback file, 1% of a daily file's rows are posted a day late
-FEEDBACK_DELAY_DAYS = 3  # feedback arrives up to three days after the event
+LATE_POSTING_RATE = 0.01  # 1% of the first daily file's rows are posted under the next day
 
 
 def plan_defects(d: Deliverable, contract: Contract, rng: np.random.Generator, s: DefectSettings) -> list[Defect]:
-    """Which defects hit this file: every world gets all six kinds somewhere (rng consumed in this order)."""
+    """Which defects hit this file: every world gets all six kinds somewhere (rng consumed in this order).
+
+    The units master is the reference (clean names and codes); other systems spell names their own way.
+    Change logs keep exact effective dates: a late entry would shift every lag estimated from them.
+    """
     if s.scale <= 0:
         return []
     planner = _DefectPlanner(d, contract, rng, s)
+    defects = planner.names()
     match d.grain:
-        case "units":
-            return [SpellingVariants(_name(d, "units.name"), s.rate(s.spelling_rate))]
         case "events":
-            return planner.event_log()
+            defects += planner.event_log()
         case "panel":
-            return planner.daily_file()
+            defects += planner.daily_file()
         case "event_detail":
-            return planner.feedback_file()
-    return []  # change logs keep exact effective dates: a late entry would shift every lag estimated from it
+            defects += planner.feedback_file()
+    return defects
 
 
 class _DefectPlanner:
@@ -159,6 +214,13 @@ class _DefectPlanner:
         self.d, self.contract, self.rng, self.s = d, contract, rng, s
         self.variables = {v.name: v for v in contract.variables}
         self.value_cols = [c for c in d.columns if c.source.split(".", 1)[1] in self.variables]
+
+    def names(self) -> list[Defect]:
+        """Unit names as this system spells them: in an event log's name column, or where names are keys."""
+        spelled = [
+            c for c in self.d.columns if c.format == "name" or (self.d.grain == "events" and c.source == "units.name")
+        ]
+        return [SpellingVariants(c.name, self.s.rate(self.s.spelling_rate)) for c in spelled]
 
     def day_in(self, window: tuple[float, float]) -> int:
         periods = self.contract.timeline.periods
@@ -194,16 +256,13 @@ class _DefectPlanner:
             if v.alt_unit is not None:  # a system migration: every drift-able variable switches unit at some point
                 switch = self.day_in(UNIT_SWITCH_WINDOW)
                 defects.append(UnitDrift(c.name, date, switch, v.alt_unit.factor, v.unit, v.alt_unit.name, v.decimals))
-        has_feedback = any(x.grain == "event_detail" for x in self.contract.deliverables)
-        if not has_feedback and self.d is _first_panel(self.contract):
+        if self.d is _first_panel(self.contract):
             defects.append(ReportingDelay(date, s.rate(LATE_POSTING_RATE), 1))
         return defects
 
     def feedback_file(self) -> list[Defect]:
         rng, s = self.rng, self.s
         defects: list[Defect] = [MissingValues(c.name, s.rate(s.missing_rate)) for c in self.value_cols]
-        # Feedback arrives days after the event; only a join on the event key puts it back on the right day.
-        defects.append(ReportingDelay(self.d.columns[1].name, s.rate(s.delay_rate), FEEDBACK_DELAY_DAYS, step=86400))
         if self.value_cols:
             c = self.value_cols[int(rng.integers(len(self.value_cols)))]
             renamed = _renamed(c.name, rng)
@@ -226,7 +285,7 @@ DAY = "@day"
 def with_day(frame: pl.DataFrame, d: Deliverable) -> pl.DataFrame:
     """Event files carry a timestamp; defects keyed on a day see it through a temporary '@day' column."""
     if d.grain in {"events", "event_detail"}:
-        return frame.with_columns((pl.col(_name(d, "events.time")) // 86400).alias(DAY))
+        return frame.with_columns((pl.col(d.columns[1].name) // 86400).alias(DAY))
     return frame
 
 
@@ -254,14 +313,15 @@ def render(frame: pl.DataFrame, d: Deliverable, contract: Contract) -> pl.DataFr
     exprs = []
     native = d.format in {"parquet", "xlsx"}
     for c in d.columns:
-        if c.format is None or c.name not in frame.columns:
+        if c.format is None or c.name not in frame.columns or c.format in ("name", "uuid"):
             continue
         col = pl.col(c.name)
         table, column = c.source.split(".", 1)
-        if column in {"unit_id", "party_id", "event_id"}:
-            entity = {"unit_id": "units", "party_id": "parties", "event_id": "events"}[column]
-            exprs.append(_render_key(col, c.format, prefixes[entity]).alias(c.name))
-        elif column == "time":
+        key_template = template(c)
+        if key_template is not None:
+            entity = {"events.event_id": "events"}.get(c.source, "parties" if "party" in column else "units")
+            exprs.append(_render_key(col, key_template, prefixes[entity]).alias(c.name))
+        elif column.endswith("time"):
             stamp = pl.lit(dt.datetime.combine(start, dt.time())) + pl.duration(seconds=col)
             exprs.append((stamp if native else stamp.dt.strftime(STRFTIME[c.format] + TIME_SUFFIX)).alias(c.name))
         else:

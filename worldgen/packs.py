@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contracts.errors import PackError, did_you_mean, raise_collected
-from contracts.model import Format, Grain
+from contracts.model import SNAKE, AltUnit, Calendar, Climate, Format, Grain, PartyColumn
 from worldgen.mechanisms import MECHANISMS, Role
 
 Dtype = Literal["float", "count", "binary", "categorical"]
@@ -28,18 +28,10 @@ Pattern = Literal["signal", "policy"]
 Observe = Literal["value", "count", "rate", "rolling", "duration", "sporadic", "scale"]
 Scope = Literal["unit", "region", "nation"]
 Shape = Literal["rain", "temperature", "index", "steps"]
-SNAKE = r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$"
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class AltUnit(_Strict):
-    """Another unit a system may switch to for this quantity (unit drift), e.g. cents = 100 x USD."""
-
-    name: str
-    factor: float = Field(gt=0)
 
 
 class Measure(_Strict):
@@ -76,21 +68,6 @@ class UnitEntity(_Strict):
     name_style: Literal["company", "person", "place", "code"] = "company"
     capacity: Measure
     aliases: list[str] = Field(default_factory=list, description="what systems call a unit (merchant, store...)")
-
-
-class PartyColumn(_Strict):
-    """A domain attribute of a party (segment, plan, age band, credit tier...), drawn per party."""
-
-    name: str = Field(pattern=SNAKE)
-    doc: str = Field(min_length=10)
-    kind: Literal["category", "number"]
-    levels: list[str] = Field(default_factory=list)
-    weights: list[float] = Field(default_factory=list, description="relative frequency of each level")
-    mean: float = 0.0
-    sd: float = Field(default=1.0, gt=0)
-    min: float = float("-inf")
-    max: float = float("inf")
-    decimals: int = Field(default=0, ge=0, le=4)
 
 
 class PartyEntity(_Strict):
@@ -183,51 +160,6 @@ class EdgeSpec(_Strict):
     kinds: list[str] = Field(min_length=1)
     sign: Literal["+", "-"] = "+"
     note: str = ""
-
-
-class Peak(_Strict):
-    """One intraday peak of activity: around `hour` (local time), spread `sd` hours, relative `weight`."""
-
-    hour: float = Field(ge=0, le=24)
-    sd: float = Field(gt=0, le=12)
-    weight: float = Field(gt=0)
-
-
-class DateEffect(_Strict):
-    """A holiday or seasonal event: `date` is MM-DD, or MM-<weekday><n> for the n-th weekday of the month
-    (e.g. 11-thu4 for the fourth Thursday of November), shifted by `offset` days and lasting `days`.
-    `factor` scales activity: 0 closes units, 0.5 halves activity, 3 triples it."""
-
-    date: str = Field(pattern=r"^(0[1-9]|1[0-2])-((0[1-9]|[12][0-9]|3[01])|(mon|tue|wed|thu|fri|sat|sun)[1-5])$")
-    name: str
-    factor: float = Field(ge=0)
-    offset: int = 0
-    days: int = Field(default=1, ge=1, le=31)
-
-
-class Calendar(_Strict):
-    """When units operate and how activity moves through the day, the week and the year."""
-
-    hours: tuple[float, float] = (0.0, 24.0)
-    peaks: list[Peak] = Field(default_factory=list)
-    flat_share: float = Field(default=0.2, ge=0, le=1, description="share of events spread evenly over hours")
-    weekly: list[float] = Field(default_factory=lambda: [1.0] * 7, min_length=7, max_length=7)
-    monthly: list[float] = Field(default_factory=lambda: [1.0] * 12, min_length=12, max_length=12)
-    dates: list[DateEffect] = Field(default_factory=list)
-    extra_closed_weekday: float = Field(default=0.0, ge=0, le=1, description="units closing one more weekday")
-    openings: float = Field(default=0.0, ge=0, le=0.5, description="units that open during the timeline")
-    closures: float = Field(default=0.0, ge=0, le=0.5, description="units that close during the timeline")
-    outages: float = Field(default=0.0, ge=0, le=0.05, description="unit-days a daily system fails to report")
-
-
-class Climate(_Strict):
-    """The climate external weather series follow (region-level series, seasonal, heavy-tailed rain)."""
-
-    hemisphere: Literal["north", "south"] = "north"
-    mean_c: float = Field(description="annual mean temperature, Celsius")
-    swing_c: float = Field(ge=0, description="half the gap between the warmest and coldest month")
-    wet_days: float = Field(gt=0, lt=1, description="share of days with rain")
-    wet_mm: float = Field(gt=0, description="mean rain on a wet day, mm")
 
 
 class DomainPack(_Strict):

@@ -2,36 +2,44 @@
 
 The phenomena are the findings an analyst must be able to make from the observed files:
 - one `edge_effect` per edge: the statistic its mechanism is identified by (slope, step location, half-
-  saturation point, lag, interaction coefficient, seasonal swing, level-shift range, per-capacity slope),
-  with the planted value as target;
+  saturation point, lag, interaction coefficient, seasonal swing, level-shift range, per-capacity slope);
 - a `period_change` (H1 -> H2 relative change of the mean) of every cause-task variable and of the event
-  amount, computed from X;
+  amount, over the rows an analyst can see (open unit-days, answered surveys);
 - an `attribution` share per parent of every cause-task variable, from the recorded contributions.
 
-Tolerances are the business tolerance widened to what the data can support: three standard errors of the
-effect in X (from regressing the child on its parents' true contributions), and the delta method for shares.
-This module imports the contract, the state and the mechanisms, and nothing imports it but the pipeline and
-the task builder: one direction of imports.
+Each child is regressed, on the rows an analyst can see, on its parents' true contributions (plus the
+calendar for the volume). The coefficient of a contribution is 1 when the reported scale preserves the mean
+and smaller where it cannot (a rating scale's ends): an effect's target is the planted value times that
+coefficient, i.e. the effect as the reported data carry it, and its tolerance is the larger of the business
+tolerance and three standard errors. Step locations, curve bends and lags get theirs from a profile of the
+fit over the candidate values; an effect the data cannot pin down is listed as unidentified instead.
+This module imports the contract, the state and the mechanisms; only the pipeline and the task builder
+import it: one direction of imports.
 """
 
 from __future__ import annotations
 
 import math
 
-import networkx as nx
 import numpy as np
 
-from contracts.model import Contract, Edge, Phenomenon, validate_contract
-from worldgen.canonical import CanonicalState, grain_series, table_of
+from contracts.model import Contract, Edge, Phenomenon, Unidentified, validate_contract
+from worldgen.canonical import CanonicalState, grain_series
+from worldgen.estimation import Fit, fit_child, profile_tolerance
 from worldgen.mechanisms import LINEAR_STATISTICS, MECHANISMS
 from worldgen.plan import file_of
 
 CHANGE_TOLERANCE = 0.03  # H1 -> H2 relative changes: +-3 percentage points
-SHARE_TOLERANCE = 0.15  # attribution shares: +-15 percentage points
+CHANGE_NOISE = 1.0  # or one standard error of the change, ~6x what a few percent of missing values move it
+CHANGE_BOUND = 0.1  # a change known no better than +-10 points is not a finding (auditor's bound)
+SHARE_TOLERANCE = 0.1  # attribution shares: +-10 percentage points
 STANDARD_ERRORS = 3.0  # tolerances never demand more precision than three standard errors of the estimate
-SATURATION_ON_COUNTS_SD = 0.5  # Poisson counts blur the bend of a curve: +-0.5 parent sd on the volume
 MATERIAL_CHANGE_SD = 0.1  # a change smaller than 0.1 child sd has no meaningful attribution
 CANCELLATION_RATIO = 1.5  # drivers whose absolute deltas exceed 1.5x the net change largely cancel out
+LOCATED_BOUND_SD = 1.0  # a step or bend located no better than +-1 parent sd is not located (auditor's bound)
+LAG_BOUND_DAYS = 3.0  # a delay known no better than +-3 days is not known (auditor's bound)
+SEASONAL_BOUND = 0.3  # a seasonal swing known no better than +-0.3 is not known (auditor's bound)
+SHARE_BOUND = 0.3  # shares known no better than +-30 points are not known (auditor's bound)
 
 
 def seal(contract: Contract, state: CanonicalState) -> Contract:
@@ -41,13 +49,10 @@ def seal(contract: Contract, state: CanonicalState) -> Contract:
         edge.params = state.params[f"{edge.parent}->{edge.child}"]
         summary = MECHANISMS[edge.kind].describe(edge.params)
         edge.note = f"{edge.note}: {summary}" if edge.note else summary
-    errors = _standard_errors(sealed, state)
-    findings = _period_changes(sealed, state) + _attributions(sealed, state)
-    for ph in findings:  # a share is only as precise as the effects it is computed from
-        se = errors.get(f"share:{ph.variables[0]}->{ph.variables[1]}") if ph.kind == "attribution" else None
-        if se is not None and np.isfinite(se):
-            ph.tolerance = max(ph.tolerance, round(STANDARD_ERRORS * se, 6))
-    sealed.phenomena = edge_phenomena(sealed, errors) + findings
+    fits = {child: fit_child(sealed, state, child) for child in sorted({e.child for e in sealed.edges})}
+    effects, unidentified = edge_phenomena(sealed, state, fits)
+    sealed.phenomena = effects + _period_changes(sealed, state) + _attributions(sealed, fits)
+    sealed.unidentified = unidentified
     for entity in sealed.entities:
         entity.count = len(state.column(entity.table, entity.key))
     sealed.sealed = True
@@ -55,24 +60,29 @@ def seal(contract: Contract, state: CanonicalState) -> Contract:
     return sealed
 
 
-def edge_phenomena(contract: Contract, standard_errors: dict[str, float] | None = None) -> list[Phenomenon]:
-    """One edge_effect phenomenon per edge, from its resolved parameters.
-
-    For effects estimated by regression the tolerance is the larger of the business tolerance and three
-    standard errors of the estimate in X: with correlated parents or Poisson counts a quarter of the effect
-    can be below what any analyst could resolve from the data.
-    """
+def edge_phenomena(
+    contract: Contract, state: CanonicalState, fits: dict[str, Fit | None]
+) -> tuple[list[Phenomenon], list[Unidentified]]:
+    """One edge_effect phenomenon per identifiable edge, and the edges the data cannot pin down."""
     units_file = next(d.file for d in contract.deliverables if d.grain == "units")
-    volume = contract.volume.name
-    out = []
+    out, unidentified = [], []
     for e in contract.edges:
         mechanism = MECHANISMS[e.kind]
         stat, target, tol = mechanism.statistic(e.params)
-        se = (standard_errors or {}).get(f"{e.parent}->{e.child}")
-        if stat in LINEAR_STATISTICS and se is not None and math.isfinite(se):
-            tol = max(tol, round(STANDARD_ERRORS * se, 6))
-        if stat == "half_saturation" and e.child == volume:
-            tol = SATURATION_ON_COUNTS_SD * e.params["parent_sd"]
+        fit = fits.get(e.child)
+        if fit is None:
+            unidentified.append(Unidentified(edge=_id(e), statistic=stat, reason="too few rows to estimate"))
+            continue
+        if stat in LINEAR_STATISTICS:
+            target, se = fit.realised(e, mechanism)
+            tol = max(mechanism.business_share * abs(target), STANDARD_ERRORS * se)
+            identified = math.isfinite(tol) and tol < abs(target)
+        else:
+            tol = max(tol, profile_tolerance(contract, state, fit, e) or math.inf)
+            identified = tol <= _bound(stat, e)
+        if not identified:
+            unidentified.append(Unidentified(edge=_id(e), statistic=stat, reason=f"tolerance {tol:.4g} too wide"))
+            continue
         files = [file_of(contract, e.parent), file_of(contract, e.child)]
         if "moderator" in mechanism.inputs:
             files.append(file_of(contract, e.params["moderator"]))
@@ -80,33 +90,51 @@ def edge_phenomena(contract: Contract, standard_errors: dict[str, float] | None 
             files.append(units_file)
         out.append(
             Phenomenon(
-                id=f"edge:{e.parent}->{e.child}",
+                id=f"edge:{_id(e)}",
                 kind="edge_effect",
                 statistic=stat,
                 variables=[e.parent, e.child],
-                edge=f"{e.parent}->{e.child}",
-                target=target,
-                tolerance=max(tol, 1e-6),
+                edge=_id(e),
+                target=round(target, 6),
+                tolerance=round(max(tol, 1e-6), 6),
                 files=sorted(set(files)),
                 description=f"{e.parent} -> {e.child} ({e.kind}): {mechanism.describe(e.params)}",
             )
         )
-    return out
+    return out, unidentified
+
+
+def _id(e: Edge) -> str:
+    return f"{e.parent}->{e.child}"
+
+
+def _bound(statistic: str, e: Edge) -> float:
+    if statistic == "lag_periods":
+        return LAG_BOUND_DAYS
+    if statistic == "seasonal_amplitude":
+        return SEASONAL_BOUND
+    return LOCATED_BOUND_SD * e.params["parent_sd"]
 
 
 def _period_change(contract: Contract, values: np.ndarray, day: np.ndarray, ph: Phenomenon) -> Phenomenon:
+    """The relative change of the half means; its tolerance widens to the change's own standard error for a
+    heavy-tailed measure, whose half means move when a few of its values go missing."""
     half = contract.timeline.periods // 2
-    a, b = float(values[day < half].mean()), float(values[day >= half].mean())
+    first, second = values[day < half], values[day >= half]
+    a, b = float(first.mean()), float(second.mean())
     ph.target = round((b - a) / a, 6) if a else 0.0
+    if a:
+        se = np.sqrt(second.var() / len(second) / a**2 + b**2 * first.var() / len(first) / a**4)
+        ph.tolerance = round(max(ph.tolerance, CHANGE_NOISE * float(se)), 6)
     ph.description += f" (H1 mean {a:.4g}, H2 mean {b:.4g})"
     return ph
 
 
 def _period_changes(contract: Contract, state: CanonicalState) -> list[Phenomenon]:
-    """The H1 -> H2 change of every cause-task variable, then of the mean event amount."""
+    """The H1 -> H2 change of every cause-task candidate, then of the mean event amount."""
     half, periods = contract.timeline.periods // 2, contract.timeline.periods
     out = []
-    for node in cause_nodes(contract):
+    for node in cause_candidates(contract):
         ph = Phenomenon(
             id=f"change:{node}",
             kind="period_change",
@@ -114,9 +142,11 @@ def _period_changes(contract: Contract, state: CanonicalState) -> list[Phenomeno
             variables=[node],
             tolerance=CHANGE_TOLERANCE,
             files=[file_of(contract, node)],
-            description=f"relative change of mean {node} from periods [0, {half}) to [{half}, {periods})",
+            description=f"relative change of mean {node} from days [0, {half}) to [{half}, {periods})",
         )
-        out.append(_period_change(contract, *grain_series(contract, state, node), ph))
+        ph = _period_change(contract, *grain_series(contract, state, node), ph)
+        if ph.tolerance <= CHANGE_BOUND:
+            out.append(ph)
     amount = contract.measures.amount
     event = contract.entity("event").name
     ph = Phenomenon(
@@ -134,20 +164,26 @@ def _period_changes(contract: Contract, state: CanonicalState) -> list[Phenomeno
     return out
 
 
-def _attributions(contract: Contract, state: CanonicalState) -> list[Phenomenon]:
-    """Each parent's share of a cause-task variable's change, when the change is material and not cancelling."""
-    graph = nx.DiGraph([(e.parent, e.child) for e in contract.edges])
+def _attributions(contract: Contract, fits: dict[str, Fit | None]) -> list[Phenomenon]:
+    """Each parent's share of a cause-task candidate's change, when it is material and does not cancel."""
     half = contract.timeline.periods // 2
     out = []
-    for node in cause_nodes(contract):
-        deltas = _deltas(state.contributions[node], grain_series(contract, state, node)[1], half)
+    for node in cause_candidates(contract):
+        fit = fits.get(node)
+        if fit is None:
+            continue
+        deltas, errors = fit.shares(half)
         total = sum(deltas.values())
+        material = abs(total) >= MATERIAL_CHANGE_SD * contract.variable(node).sd
         # Shares are only a finding when the change is material and its drivers do not largely cancel
         # (otherwise "explains 500% of the change" is noise over noise).
-        material = abs(total) >= MATERIAL_CHANGE_SD * contract.variable(node).sd
         if not material or sum(abs(d) for d in deltas.values()) > CANCELLATION_RATIO * abs(total):
             continue
-        for parent in sorted(graph.predecessors(node)):
+        tolerances = {p: max(SHARE_TOLERANCE, STANDARD_ERRORS * errors.get(p, math.inf)) for p in deltas}
+        if max(tolerances.values()) > SHARE_BOUND:  # the data cannot split this change between its drivers
+            continue
+        for parent in sorted(deltas):
+            tolerance = tolerances[parent]
             out.append(
                 Phenomenon(
                     id=f"share:{parent}->{node}",
@@ -156,7 +192,7 @@ def _attributions(contract: Contract, state: CanonicalState) -> list[Phenomenon]
                     variables=[parent, node],
                     edge=f"{parent}->{node}",
                     target=round(deltas[parent] / total, 6),
-                    tolerance=SHARE_TOLERANCE,
+                    tolerance=round(tolerance, 6),
                     files=sorted({file_of(contract, parent), file_of(contract, node)}),
                     description=f"share of the H1->H2 change in {node} explained by {parent}",
                 )
@@ -164,123 +200,81 @@ def _attributions(contract: Contract, state: CanonicalState) -> list[Phenomenon]
     return out
 
 
-def _deltas(contributions: dict[str, np.ndarray], day: np.ndarray, half: int) -> dict[str, float]:
-    out = {}
-    for parent, contribution in contributions.items():
-        flat = contribution.reshape(-1)
-        out[parent] = float(flat[day >= half].mean() - flat[day < half].mean())
-    return out
-
-
-def _standard_errors(contract: Contract, state: CanonicalState) -> dict[str, float]:
-    """Standard errors of each edge's effect size and of each attribution share, as the data allow them.
-
-    The child is regressed on its parents' true contributions (coefficient 1 each), with a categorical
-    parent expanded into one column per level as an analyst must estimate it. A column's standard error,
-    scaled by the planted effect, is the precision of that effect; shares get theirs by the delta method.
-    """
-    out: dict[str, float] = {}
-    edges = {(e.parent, e.child): e for e in contract.edges}
-    half = contract.timeline.periods // 2
-    for child, contributions in state.contributions.items():
-        y = state.column(table_of(contract.variable(child)), child).astype(float).reshape(-1)
-        day = grain_series(contract, state, child)[1]
-        X, owner = _contribution_design(y, contributions, edges, child)
-        ok = np.isfinite(X).all(axis=1) & np.isfinite(y)
-        if ok.sum() <= X.shape[1] + 2:
-            continue
-        Xo, yo = X[ok], y[ok]
-        coef, *_ = np.linalg.lstsq(Xo, yo, rcond=None)
-        sigma2 = float(np.sum((yo - Xo @ coef) ** 2)) / (len(yo) - X.shape[1])
-        try:
-            cov = sigma2 * np.linalg.pinv(Xo.T @ Xo)
-        except np.linalg.LinAlgError:
-            continue
-        level_cols: dict[str, list[int]] = {}
-        for j, name in enumerate(owner):
-            if name is None:
-                continue
-            if name.endswith("#level"):
-                level_cols.setdefault(name[:-6], []).append(j)
-                continue
-            size = MECHANISMS[edges[(name, child)].kind].effect_size(edges[(name, child)].params)
-            if size is not None:
-                out[f"{name}->{child}"] = float(np.sqrt(max(cov[j, j], 0.0)) * abs(size))
-        for parent, cols in level_cols.items():  # a level-shift range: the noisiest level's error, twice over
-            out[f"{parent}->{child}"] = float(2 * np.sqrt(max(cov[j, j] for j in cols)))
-        single = [j for j, name in enumerate(owner) if name is not None and not name.endswith("#level")]
-        if single:
-            late, early = ok & (day >= half), ok & (day < half)
-            deltas = np.array([float(X[late, j].mean() - X[early, j].mean()) for j in single])
-            out |= _share_errors(deltas, [owner[j] for j in single], cov[np.ix_(single, single)], child)
-    return out
-
-
-def _contribution_design(
-    y: np.ndarray, contributions: dict[str, np.ndarray], edges: dict[tuple[str, str], Edge], child: str
-) -> tuple[np.ndarray, list[str | None]]:
-    """Intercept plus one column per parent's contribution (one per level for a categorical parent)."""
-    columns, owner = [np.ones_like(y)], [None]
-    for parent in sorted(contributions):
-        c = contributions[parent].reshape(-1)
-        if edges[(parent, child)].kind == "categorical":
-            for value in np.unique(c)[1:]:
-                columns.append((c == value).astype(float))
-                owner.append(parent + "#level")
-        else:
-            columns.append(c)
-            owner.append(parent)
-    return np.column_stack(columns), owner
-
-
-def _share_errors(d: np.ndarray, parents: list[str], cov: np.ndarray, child: str) -> dict[str, float]:
-    """Shares s_p = D_p / sum D with D_p = b_p d_p (b_p = 1 for the true model); delta method on b.
-
-    `d` holds each parent's H1 -> H2 contribution delta and `cov` the covariance of the parents' b.
-    """
-    total = d.sum()
-    if abs(total) < 1e-12:
-        return {}
-    out = {}
-    for k, name in enumerate(parents):
-        grad = -d[k] * d / total**2
-        grad[k] += d[k] / total
-        out[f"share:{name}->{child}"] = float(np.sqrt(max(grad @ cov @ grad, 0.0)))
-    return out
-
-
-def task_nodes(contract: Contract) -> list[tuple[str, str]]:
-    """(kind, variable) per depth bucket: the largest in-degree node asks why it changed (cause), the
-    largest out-degree node asks what it changed (consequence). The persona's focus always gets the cause
-    task of its bucket. Unit attributes do not change over time, so they never get a cause task."""
+def _degrees(contract: Contract) -> tuple[dict[str, int], dict[str, int]]:
     indeg = {v.name: 0 for v in contract.variables}
     outdeg = dict(indeg)
     for e in contract.edges:
         indeg[e.child] += 1
         outdeg[e.parent] += 1
-    grain = {v.name: v.grain for v in contract.variables}
+    return indeg, outdeg
+
+
+def cause_candidates(contract: Contract) -> list[str]:
+    """Variables that may be asked 'why did it change?': two or more parents, changing over time."""
+    indeg, _ = _degrees(contract)
+    return sorted(v.name for v in contract.variables if indeg[v.name] >= 2 and v.grain != "unit")
+
+
+def consequence_candidates(contract: Contract) -> list[str]:
+    """Variables that may be asked 'what does it drive?': two or more children, which are at most half of
+    the children the domain finds plausible (so naming every plausible effect does not pay)."""
+    _, outdeg = _degrees(contract)
+    plausible = {v.name: 0 for v in contract.variables}
+    for c in contract.candidates:
+        if c.parent in plausible and c.child in plausible:
+            plausible[c.parent] += 1
+    return sorted(n for n, d in outdeg.items() if 2 <= d <= plausible[n] // 2)
+
+
+def task_nodes(contract: Contract) -> list[tuple[str, str]]:
+    """(kind, variable) per depth bucket: among the cause candidates whose change is material and whose
+    drivers have shares, the persona's focus or else the largest in-degree; among the consequence
+    candidates, the largest out-degree. Deterministic in the sealed contract."""
+    indeg, outdeg = _degrees(contract)
     focus = focus_variable(contract)
+    phenomena = {ph.id: ph for ph in contract.phenomena}
+    shared = {ph.variables[1] for ph in contract.phenomena if ph.kind == "attribution"}
+    causes = [n for n in cause_candidates(contract) if n in shared and _material(phenomena.get(f"change:{n}"))]
+    effects = consequence_candidates(contract)
     chosen: list[tuple[str, str]] = []
     for layer in contract.layers:
-        causes = [n for n in sorted(layer) if indeg[n] >= 2 and grain[n] != "unit"]
-        if causes:
-            chosen.append(("cause", focus if focus in causes else max(causes, key=lambda n: indeg[n])))
-        effects = [n for n in sorted(layer) if outdeg[n] >= 2]
-        if effects:
-            chosen.append(("consequence", max(effects, key=lambda n: outdeg[n])))
+        here = [n for n in sorted(layer) if n in causes]
+        if here:
+            chosen.append(("cause", focus if focus in here else max(here, key=lambda n: indeg[n])))
+        here = [n for n in sorted(layer) if n in effects]
+        if here:
+            chosen.append(("consequence", max(here, key=lambda n: outdeg[n])))
     return chosen
 
 
-def cause_nodes(contract: Contract) -> list[str]:
-    return [node for kind, node in task_nodes(contract) if kind == "cause"]
+MATERIAL_CHANGE_TOLERANCES = 2.0  # a cause task's change must be at least two tolerances away from zero
+
+
+def _material(change: Phenomenon | None) -> bool:
+    return (
+        change is not None
+        and change.target is not None
+        and abs(change.target) >= MATERIAL_CHANGE_TOLERANCES * change.tolerance
+    )
 
 
 def focus_variable(contract: Contract) -> str:
     """The persona's focus when the world kept it with >= 2 parents, else the largest in-degree node."""
-    indeg = {v.name: 0 for v in contract.variables}
-    for e in contract.edges:
-        indeg[e.child] += 1
+    indeg, _ = _degrees(contract)
     focus = contract.persona.focus
     if focus in indeg and indeg[focus] >= 2:
         return focus
     return max(sorted(indeg), key=lambda n: indeg[n])
+
+
+def trend_holds(contract: Contract, state: CanonicalState) -> bool:
+    """Whether X moved the persona's focus the way its concern says, by a material amount."""
+    persona = contract.persona
+    if persona.trend is None or persona.focus is None:
+        return True
+    values, day = grain_series(contract, state, persona.focus)
+    half = contract.timeline.periods // 2
+    a, b = float(values[day < half].mean()), float(values[day >= half].mean())
+    change = (b - a) / a if a else 0.0
+    wanted = 1.0 if persona.trend == "up" else -1.0
+    return change * wanted >= MATERIAL_CHANGE_TOLERANCES * CHANGE_TOLERANCE

@@ -1,9 +1,11 @@
-"""Which system reports what: the deliverable files of a world, with their names, formats and conventions.
+"""Which system reports what: the deliverable files of a world, in each system's own vocabulary.
 
-Per system: a units master (xlsx, one sheet per region, names only), a parties file, an event log, and per
-variables-system a daily panel file, a change log (for policy-only systems) and/or an event-keyed feedback
-file. Each system has its own column case, key column name, key template (`R-0012`, `r12`, `12`, ...) and
-date style, drawn from the `plan` stream, so two systems of one world rarely agree.
+Per system: a units master (xlsx, one sheet per region) with the unit code, a parties file, an event log, and
+per variables-system a daily file, a change log (for policy-only systems) and/or an event-keyed file; and a
+data dictionary per system describing each of its columns in its own words. Each system draws, from the
+`plan` stream, its column case, its names for every measure (from the pack's aliases), its key template and
+date style, and how it identifies units: the master's code in its own format, an id of its own (mapped in
+the master), or the unit's name.
 """
 
 from __future__ import annotations
@@ -12,53 +14,136 @@ import numpy as np
 
 from contracts.model import Contract, Deliverable, DeliveredColumn, Variable
 from worldgen import naming
-from worldgen.packs import DomainPack, System
+from worldgen.packs import Alias, DomainPack, System
 
 EXT = {"csv": "csv", "xlsx": "xlsx", "parquet": "parquet", "json": "json", "jsonl": "jsonl"}
+DATE_NAMES = {
+    "panel": ("date", "business_date", "report_date", "as_of_date", "day"),
+    "events": ("created_at", "placed_at", "event_time", "logged_at", "timestamp"),
+    "schedule": ("effective_from", "valid_from", "change_date", "start_date"),
+    "feedback": ("submitted_at", "answered_at", "response_time", "received_at"),
+    "completion": ("completed_at", "closed_at", "finished_at", "done_at"),
+}
+REGION_NAMES = ("region", "area", "zone", "territory")
+FIELD_NAMES = (("field", "value"), ("attribute", "new_value"), ("parameter", "setting"), ("metric", "amount"))
+REFERENCE_WEIGHTS = {"code": 0.6, "local": 0.25, "name": 0.15}  # how often a system uses each way to name units
 
 
 class _Columns:
-    """Builds one system's columns in its own conventions (the rng is consumed in column order)."""
+    """One world's naming: per system a case, key template and date style; per column an alias and a doc."""
 
-    def __init__(self, pack: DomainPack, rng: np.random.Generator):
-        self.rng = rng
+    def __init__(self, pack: DomainPack, contract: Contract, rng: np.random.Generator):
+        self.pack, self.rng = pack, rng
         self.styles = {s.name: naming.system_style(rng) for s in pack.systems}
-        ent = pack.entities
-        self.places = {v.name: v.decimals for v in pack.variables}
-        self.places |= {ent.event.amount.name: 2, ent.unit.capacity.name: 0}
+        self.refers = {s.name: self._reference(s) for s in pack.systems if s.holds == "variables"}
+        self.places = {v.name: v.decimals for v in contract.variables}
+        self.places |= {m.name: m.decimals for m in (contract.measures.capacity, contract.measures.amount)}
+        self.labels = {s.name: s.label for s in pack.systems}
 
-    def value(self, system: str, name: str, source: str, fmt: str | None = None) -> DeliveredColumn:
-        decimals = self.places.get(source.split(".", 1)[1]) if fmt is None else None
+    def _reference(self, system: System) -> str:
+        options = list(system.refers_by)
+        weights = np.array([REFERENCE_WEIGHTS[o] for o in options])
+        return options[int(self.rng.choice(len(options), p=weights / weights.sum()))]
+
+    def pick(self, options: tuple | list):
+        return options[int(self.rng.integers(len(options)))]
+
+    def named(self, system: str, stem: str) -> str:
+        return naming.apply_case(stem, self.styles[system]["case"])
+
+    def value(self, system: str, source: str, aliases: list[Alias]) -> DeliveredColumn:
+        alias = self.pick(aliases)
         return DeliveredColumn(
-            name=naming.apply_case(name, self.styles[system]["case"]), source=source, format=fmt, decimals=decimals
+            name=self.named(system, alias.name),
+            source=source,
+            decimals=self.places.get(source.split(".", 1)[1]),
+            doc=alias.doc,
         )
 
-    def key(self, system: str, entity: str, source: str) -> DeliveredColumn:
-        name = naming.key_column(entity, self.rng, self.styles[system]["case"])
-        return DeliveredColumn(name=name, source=source, format=self.styles[system]["key"])
+    def plain(self, system: str, stem: str, source: str, doc: str) -> DeliveredColumn:
+        return DeliveredColumn(name=self.named(system, stem), source=source, doc=doc)
 
-    def date(self, system: str, name: str, source: str) -> DeliveredColumn:
-        return self.value(system, name, source, self.styles[system]["date"])
+    def key(self, system: str, entity: str, aliases: list[str], source: str, fmt: str | None = None) -> DeliveredColumn:
+        alias = self.pick(aliases or [entity])
+        suffix = self.pick(naming.KEY_SUFFIXES)
+        label = self.labels[system]
+        fmt = fmt or self.styles[system]["key"]
+        doc = f"Identifier of the {alias.replace('_', ' ')} in the {label}."
+        if fmt == "name":
+            doc = f"Name of the {alias.replace('_', ' ')} as the {label} spells it."
+            return DeliveredColumn(name=self.named(system, f"{alias}_name"), source=source, format=fmt, doc=doc)
+        if fmt.startswith("local:"):
+            doc = f"The {label}'s own number for the {alias.replace('_', ' ')} (not the master code)."
+        return DeliveredColumn(name=self.named(system, f"{alias}_{suffix}"), source=source, format=fmt, doc=doc)
+
+    def date(self, system: str, kind: str, source: str, doc: str) -> DeliveredColumn:
+        stem = self.pick(DATE_NAMES[kind])
+        return DeliveredColumn(
+            name=self.named(system, stem), source=source, format=self.styles[system]["date"], doc=doc
+        )
+
+    def unit_key(self, system: str, source: str) -> DeliveredColumn:
+        unit = self.pack.entities.unit
+        how = self.refers.get(system, "code")
+        fmt = {"code": None, "local": f"local:{self.styles[system]['key']}", "name": "name"}[how]
+        return self.key(system, unit.name, unit.aliases, source, fmt)
 
 
 def plan_deliverables(pack: DomainPack, contract: Contract, rng: np.random.Generator) -> list[Deliverable]:
     """Decide which system reports what, in which file, under which names and formats."""
-    cols = _Columns(pack, rng)
+    cols = _Columns(pack, contract, rng)
+    contract.entity("unit").local_ids = sorted(s for s, how in cols.refers.items() if how == "local")
     core = {s.holds: s for s in pack.systems if s.holds != "variables"}
     files = [
         _units_file(pack, contract, core["units"], cols),
-        _parties_file(pack, core["parties"], cols),
+        _parties_file(pack, contract, core["parties"], cols),
         _events_file(pack, contract, core["events"], cols),
     ]
     for system in (s for s in pack.systems if s.holds == "variables"):
         mine = [v for v in contract.variables if v.system == system.name]
-        files += _variable_files(pack, system, mine, cols)
+        files += _variable_files(pack, contract, system, mine, cols)
+    systems = sorted({d.system for d in files})
+    files += [_dictionary(system, pack) for system in systems]
     return files
+
+
+def _dictionary(system: str, pack: DomainPack) -> Deliverable:
+    return Deliverable(
+        file=f"{system}_data_dictionary.md",
+        system=system,
+        format="md",
+        grain="dictionary",
+        source_tables=[],
+        columns=[],
+    )
+
+
+def _aliases(pack: DomainPack, name: str) -> list[Alias]:
+    return list(pack.variable(name).aliases)
 
 
 def _units_file(pack: DomainPack, contract: Contract, u: System, cols: _Columns) -> Deliverable:
     ent = pack.entities
-    unit_vars = [v for v in contract.variables if v.grain == "unit"]
+    unit_alias = cols.pick(ent.unit.aliases or [ent.unit.name])
+    columns = [
+        cols.key(u.name, ent.unit.name, [unit_alias], "units.unit_id"),
+        cols.plain(u.name, f"{unit_alias}_name", "units.name", f"Trading name of the {unit_alias.replace('_', ' ')}."),
+        cols.plain(u.name, cols.pick(REGION_NAMES), "units.region", "Region the unit belongs to."),
+        cols.value(u.name, f"units.{ent.unit.capacity.name}", list(ent.unit.capacity.aliases)),
+    ]
+    columns += [
+        cols.value(u.name, f"units.{v.name}", _aliases(pack, v.name)) for v in contract.variables if v.grain == "unit"
+    ]
+    for system in contract.entity("unit").local_ids:
+        label = cols.labels[system]
+        columns.append(
+            DeliveredColumn(
+                name=cols.named(u.name, f"{system}_id"),
+                source=f"units.local_{system}",
+                format=f"local:{cols.styles[system]['key']}",
+                doc=f"The number the {label} uses for this {unit_alias.replace('_', ' ')}.",
+            )
+        )
     return Deliverable(
         file=f"{u.name}_{ent.unit.plural}.{EXT[u.format]}",
         system=u.name,
@@ -66,108 +151,124 @@ def _units_file(pack: DomainPack, contract: Contract, u: System, cols: _Columns)
         grain="units",
         source_tables=["units"],
         sheets=list(pack.regions) if u.format == "xlsx" else [],
-        columns=[
-            cols.value(u.name, f"{ent.unit.name}_name", "units.name"),
-            cols.value(u.name, "region", "units.region"),
-            cols.value(u.name, ent.unit.capacity.name, f"units.{ent.unit.capacity.name}"),
-        ]
-        + [cols.value(u.name, v.name, f"units.{v.name}") for v in unit_vars],
+        columns=columns,
     )
 
 
-def _parties_file(pack: DomainPack, p: System, cols: _Columns) -> Deliverable:
+def _parties_file(pack: DomainPack, contract: Contract, p: System, cols: _Columns) -> Deliverable:
     party = pack.entities.party
+    alias = cols.pick(party.aliases or [party.name])
+    joined = DeliveredColumn(
+        name=cols.named(p.name, party.since),
+        source="parties.signup_day",
+        format=cols.styles[p.name]["date"],
+        doc=f"Date the {alias.replace('_', ' ')} joined.",
+    )
+    columns = [
+        cols.key(p.name, party.name, [alias], "parties.party_id"),
+        cols.plain(p.name, f"{alias}_name", "parties.name", f"Full name of the {alias.replace('_', ' ')}."),
+        cols.plain(p.name, cols.pick(REGION_NAMES), "parties.region", "Home region of the account."),
+        joined,
+    ]
+    columns += [cols.plain(p.name, c.name, f"parties.{c.name}", c.doc) for c in party.columns]
     return Deliverable(
         file=f"{p.name}_{party.plural}.{EXT[p.format]}",
         system=p.name,
         format=p.format,
         grain="parties",
         source_tables=["parties"],
-        columns=[
-            cols.key(p.name, party.name, "parties.party_id"),
-            cols.value(p.name, f"{party.name}_name", "parties.name"),
-            cols.value(p.name, "region", "parties.region"),
-            cols.date(p.name, "signup_date", "parties.signup_day"),
-        ],
+        columns=columns,
     )
+
+
+def _event_key(
+    cols: _Columns, contract: Contract, system: str, entity_name: str, aliases: list[str]
+) -> DeliveredColumn:
+    fmt = "uuid" if contract.events.key_style == "uuid" else None
+    return cols.key(system, entity_name, aliases, "events.event_id", fmt)
 
 
 def _events_file(pack: DomainPack, contract: Contract, e: System, cols: _Columns) -> Deliverable:
     ent = pack.entities
+    amount = ent.event.amount
     event_vars_here = [v for v in contract.variables if v.grain == "event" and v.system == e.name]
+    unit_alias = cols.pick(ent.unit.aliases or [ent.unit.name])
+    columns = [
+        _event_key(cols, contract, e.name, ent.event.name, ent.event.aliases),
+        cols.date(e.name, "events", "events.time", f"When the {ent.event.name.replace('_', ' ')} was placed."),
+        cols.key(e.name, ent.unit.name, [unit_alias], "events.unit_id"),
+        cols.plain(e.name, f"{unit_alias}_name", "units.name", "Name of the unit as this system shows it."),
+        cols.key(e.name, ent.party.name, ent.party.aliases, "events.party_id"),
+        cols.value(e.name, f"events.{amount.name}", list(amount.aliases)),
+    ]
+    columns += [cols.value(e.name, f"events.{v.name}", _aliases(pack, v.name)) for v in event_vars_here]
     return Deliverable(
         file=f"{e.name}_{ent.event.plural}.{EXT[e.format]}",
         system=e.name,
         format=e.format,
         grain="events",
         source_tables=["events", "units"],
-        columns=[
-            cols.key(e.name, ent.event.name, "events.event_id"),
-            cols.date(e.name, "timestamp", "events.time"),
-            cols.key(e.name, ent.unit.name, "events.unit_id"),
-            cols.value(e.name, f"{ent.unit.name}_name", "units.name"),
-            cols.key(e.name, ent.party.name, "events.party_id"),
-            cols.value(e.name, ent.event.amount.name, f"events.{ent.event.amount.name}"),
-        ]
-        + [cols.value(e.name, v.name, f"events.{v.name}") for v in event_vars_here],
+        columns=columns,
     )
 
 
-def _variable_files(pack: DomainPack, system: System, mine: list[Variable], cols: _Columns) -> list[Deliverable]:
-    """A variables-system's files: a change log (levers only) or a daily file, and an event feedback file."""
+def _variable_files(
+    pack: DomainPack, contract: Contract, system: System, mine: list[Variable], cols: _Columns
+) -> list[Deliverable]:
+    """A variables-system's files: a change log (levers only) or a daily file, and an event-keyed file."""
     ent = pack.entities
     panel_vars = [v for v in mine if v.grain == "panel"]
     event_vars = [v for v in mine if v.grain == "event"]
     ext = EXT[system.format]
     files = []
     if panel_vars and all(v.pattern == "policy" for v in panel_vars):
-        files.append(
-            Deliverable(
-                file=f"{system.name}_changes.{ext}",
-                system=system.name,
-                format=system.format,
-                grain="schedule",
-                source_tables=["panel"],
-                columns=[
-                    cols.key(system.name, ent.unit.name, "panel.unit_id"),
-                    cols.value(system.name, "field", "panel.@field"),
-                    cols.date(system.name, "effective_from", "panel.day"),
-                    cols.value(system.name, "value", "panel.@value"),
-                ],
-            )
-        )
+        field, value = cols.pick(FIELD_NAMES)
+        columns = [
+            cols.unit_key(system.name, "panel.unit_id"),
+            cols.plain(system.name, field, "panel.@field", "Which setting changed (its name in this system)."),
+            cols.date(system.name, "schedule", "panel.day", "First day the new value applies."),
+            cols.plain(system.name, value, "panel.@value", "The setting's value from that day on."),
+        ]
+        fields = [cols.value(system.name, f"panel.{v.name}", _aliases(pack, v.name)) for v in panel_vars]
+        schedule = _deliverable(system, f"{system.name}_changes.{ext}", "schedule", ["panel"], columns)
+        files.append(schedule.model_copy(update={"fields": fields}))
     elif panel_vars:
-        files.append(
-            Deliverable(
-                file=f"{system.name}_daily.{ext}",
-                system=system.name,
-                format=system.format,
-                grain="panel",
-                source_tables=["panel"],
-                columns=[
-                    cols.key(system.name, ent.unit.name, "panel.unit_id"),
-                    cols.date(system.name, "date", "panel.day"),
-                ]
-                + [cols.value(system.name, v.name, f"panel.{v.name}") for v in panel_vars],
-            )
-        )
+        columns = [
+            cols.unit_key(system.name, "panel.unit_id"),
+            cols.date(system.name, "panel", "panel.day", "The business day the row reports."),
+        ]
+        columns += [cols.value(system.name, f"panel.{v.name}", _aliases(pack, v.name)) for v in panel_vars]
+        files.append(_deliverable(system, f"{system.name}_daily.{ext}", "panel", ["panel"], columns))
     if event_vars:
         detail_ext = "jsonl" if system.format == "xlsx" else ext
+        survey = all(v.observe == "scale" for v in event_vars)
+        kind, source = ("feedback", "events.feedback_time") if survey else ("completion", "events.completion_time")
+        what = "the answer was received" if survey else f"the {ent.event.name.replace('_', ' ')} was completed"
+        columns = [
+            _event_key(cols, contract, system.name, ent.event.name, ent.event.aliases),
+            cols.date(system.name, kind, source, f"When {what}."),
+        ]
+        columns += [cols.value(system.name, f"events.{v.name}", _aliases(pack, v.name)) for v in event_vars]
+        name = f"{system.name}_{'responses' if survey else ent.event.plural}.{detail_ext}"
         files.append(
             Deliverable(
-                file=f"{system.name}_{ent.event.plural}_feedback.{detail_ext}",
+                file=name,
                 system=system.name,
                 format=detail_ext,
                 grain="event_detail",
                 source_tables=["events"],
-                columns=[
-                    cols.key(system.name, ent.event.name, "events.event_id"),
-                    cols.date(system.name, "submitted", "events.time"),
-                ]
-                + [cols.value(system.name, v.name, f"events.{v.name}") for v in event_vars],
+                columns=columns,
             )
         )
     return files
+
+
+def _deliverable(
+    system: System, file: str, grain: str, tables: list[str], columns: list[DeliveredColumn]
+) -> Deliverable:
+    return Deliverable(
+        file=file, system=system.name, format=system.format, grain=grain, source_tables=tables, columns=columns
+    )
 
 
 def file_of(contract: Contract, variable: str) -> str:

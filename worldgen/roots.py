@@ -1,5 +1,11 @@
 """Root patterns: how a variable with no parents behaves over the timeline.
 
+External series (weather, macro indices, interest rates) are drawn once per region or nation and shared by
+the units there: temperature follows the climate's annual cycle with persistent anomalies; rain falls on a
+share of days, heavier in the wet season, with a heavy tail, on days a weather system shared by
+neighbouring regions brings it; an index drifts slowly and shifts after the change day; a rate moves in
+quarter-point steps a few times a year.
+
 Unit attributes are static draws. `signal` roots have a unit effect, an annual cycle, AR(1) day-to-day noise
 and a regime shift after the management change day for a subset of units. `policy` roots (levers) are step
 functions that change for a subset of units around the change day and get a few nudges a year. Event roots
@@ -9,8 +15,11 @@ which is what gives a world its H1 -> H2 story.
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
 
+from contracts.calendar import dates
 from contracts.model import Contract, Variable
 from worldgen.grid import Grid
 
@@ -39,12 +48,16 @@ LEVELS_PER_CATEGORY = 2  # every level of a categorical root gets at least two u
 CATEGORY_CONCENTRATION = 3.0  # Dirichlet concentration of level shares: uneven but never degenerate
 
 
-def draw_root(v: Variable, grid: Grid, contract: Contract, rng: np.random.Generator) -> np.ndarray:
-    """One root variable on its grid."""
+def draw_root(
+    v: Variable, grid: Grid, contract: Contract, rng: np.random.Generator, unit_region: np.ndarray
+) -> np.ndarray:
+    """One root variable on its grid (`unit_region`: each unit's region, for shared external series)."""
     if v.grain == "unit":
         return _unit_attribute(v, grid, rng)
     if v.grain == "event":
         return _event_root(v, grid, contract, rng)
+    if v.scope != "unit":
+        return external_series(v, grid, contract, rng, unit_region)
     U, T = grid.units, grid.periods
     change = contract.timeline.change_day + rng.integers(-CHANGE_JITTER_DAYS, CHANGE_JITTER_DAYS + 1, size=U)
     after = np.arange(T)[None, :] >= change[:, None]
@@ -122,3 +135,99 @@ def _campaigns(
             t += length
             on = bool(rng.random() < p)
     return out
+
+
+# External series --------------------------------------------------------------------------------------
+WARMEST_DAY = {"north": 196, "south": 15}  # mid-July in the north, mid-January in the south
+REGION_TEMP_SD = 1.5  # regions of one country differ by a degree or two on average
+TEMP_ANOMALY_SD = 3.0  # daily anomalies around the seasonal normal, Celsius
+TEMP_PERSISTENCE = 0.75  # warm and cold spells last several days
+SHARED_WEATHER = 0.75  # share of the daily weather that neighbouring regions share (their correlation)
+RAIN_PERSISTENCE = 0.5  # wet days cluster
+RAIN_SEASON = 0.25  # the wettest month sees this much more rain than the average month
+RAIN_SHAPE = 0.7  # gamma shape of rain on wet days: most wet days are light, a few are downpours
+INDEX_PERSISTENCE = 0.97  # an index moves slowly from day to day
+INDEX_SHIFT_SD = (0.5, 1.2)  # and shifts by this many sd after the change day
+RATE_STEP = 0.25  # rates move in quarter points
+RATE_MOVES_PER_YEAR = (2, 5)
+
+
+def _ar1(rng: np.random.Generator, shape: tuple[int, int], persistence: float) -> np.ndarray:
+    """Unit-variance AR(1) rows over the last axis."""
+    shocks = rng.standard_normal(shape) * np.sqrt(1 - persistence**2)
+    out = np.empty(shape)
+    out[:, 0] = rng.standard_normal(shape[0])
+    for t in range(1, shape[1]):
+        out[:, t] = persistence * out[:, t - 1] + shocks[:, t]
+    return out
+
+
+def _shared(rng: np.random.Generator, regions: int, periods: int, persistence: float) -> np.ndarray:
+    """(regions, periods) unit-variance weather with a common part shared by every region."""
+    common = _ar1(rng, (1, periods), persistence)
+    local = _ar1(rng, (regions, periods), persistence)
+    return np.sqrt(SHARED_WEATHER) * common + np.sqrt(1 - SHARED_WEATHER) * local
+
+
+def external_series(
+    v: Variable, grid: Grid, contract: Contract, rng: np.random.Generator, unit_region: np.ndarray
+) -> np.ndarray:
+    """A region or nation series, spread onto the units there: (units, periods)."""
+    regions = list(contract.regions) if v.scope == "region" else ["*"]
+    T = grid.periods
+    doy = np.array([d.timetuple().tm_yday for d in dates(contract.timeline.start, T)], dtype=float)
+    match v.shape:
+        case "temperature":
+            series = _temperature(contract, len(regions), doy, rng)
+        case "rain":
+            series = _rain(contract, len(regions), doy, rng)
+        case "steps":
+            series = np.repeat(_steps(v, contract, T, rng)[None, :], len(regions), axis=0)
+        case _:
+            series = _index(v, contract, len(regions), T, rng)
+    lo = v.min if v.min is not None else -np.inf
+    hi = v.max if v.max is not None else np.inf
+    series = np.round(np.clip(series, lo, hi), v.decimals)
+    if v.scope != "region":
+        return np.repeat(series[:1], grid.units, axis=0)
+    index = {r: i for i, r in enumerate(regions)}
+    return series[np.array([index[r] for r in unit_region])]
+
+
+def _temperature(contract: Contract, regions: int, doy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    climate = contract.climate
+    assert climate is not None, "weather needs the contract's climate"
+    season = climate.swing_c * np.cos(2 * np.pi * (doy - WARMEST_DAY[climate.hemisphere]) / 365.25)
+    offset = REGION_TEMP_SD * rng.standard_normal(regions)[:, None]
+    anomaly = TEMP_ANOMALY_SD * _shared(rng, regions, len(doy), TEMP_PERSISTENCE)
+    return climate.mean_c + season[None, :] + offset + anomaly
+
+
+def _rain(contract: Contract, regions: int, doy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    climate = contract.climate
+    assert climate is not None, "weather needs the contract's climate"
+    phase = rng.uniform(0, 365)
+    wetness = np.clip(climate.wet_days * (1 + RAIN_SEASON * np.cos(2 * np.pi * (doy - phase) / 365.25)), 0.01, 0.99)
+    threshold = np.array([NormalDist().inv_cdf(1 - w) for w in wetness])
+    wet = _shared(rng, regions, len(doy), RAIN_PERSISTENCE) > threshold[None, :]
+    amount = rng.gamma(RAIN_SHAPE, climate.wet_mm / RAIN_SHAPE, wet.shape)
+    return np.where(wet, amount, 0.0)
+
+
+def _index(v: Variable, contract: Contract, regions: int, periods: int, rng: np.random.Generator) -> np.ndarray:
+    drift = v.sd * _ar1(rng, (1, periods), INDEX_PERSISTENCE)
+    shift = rng.choice([-1.0, 1.0]) * rng.uniform(*INDEX_SHIFT_SD) * v.sd
+    after = np.arange(periods) >= contract.timeline.change_day
+    level = v.mean + drift + np.where(after, shift, 0.0)[None, :]
+    return np.repeat(level, regions, axis=0)
+
+
+def _steps(v: Variable, contract: Contract, periods: int, rng: np.random.Generator) -> np.ndarray:
+    """A policy rate: a few quarter-point moves a year, one of them near the change day."""
+    moves = int(rng.integers(*RATE_MOVES_PER_YEAR) * periods / 365) + 1
+    days = np.sort(np.concatenate([rng.integers(1, periods, moves - 1), [contract.timeline.change_day]]))
+    sizes = RATE_STEP * rng.choice([-2, -1, 1, 2], moves)
+    level = np.full(periods, v.mean)
+    for day, size in zip(days, sizes, strict=True):
+        level[day:] += size
+    return level

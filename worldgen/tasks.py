@@ -1,10 +1,11 @@
 """Audited world -> tasks: cause and consequence questions with rubrics grounded on the generation record.
 
-Selection (`phenomena.task_nodes`): per depth bucket, the largest in-degree node gets a *cause* task and the
-largest out-degree node a *consequence* task. Every rubric item is backed by a contract phenomenon that the
-audit recovered from the observed files; items whose phenomenon was not recovered are left out, and a task
-whose core finding was not recovered is not emitted. Expected answers come from the contract's targets,
-reference answers from the auditor's blind analysis of the observed files.
+Selection (`phenomena.task_nodes`): per depth bucket, a *cause* task for a variable that changed materially
+and whose drivers' shares are known, and a *consequence* task for a variable whose effects are at most half
+of those the domain finds plausible. Every positive item is backed by a phenomenon the audit recovered
+from the observed files. Numbers weigh more than names (a name earns 1, a number 2), and every plausible
+hypothesis this world does not have costs a point when named: reciting the domain pack does not pay.
+Expected answers come from the contract's targets, reference answers from the auditor's blind analysis.
 """
 
 from __future__ import annotations
@@ -25,12 +26,23 @@ from rubrics.model import Check, RubricItem, Task
 from worldgen.mechanisms import MECHANISMS
 from worldgen.phenomena import task_nodes
 
+NAME_POINTS = 1.0  # naming a driver or an effect (with its direction)
+NUMBER_POINTS = 2.0  # a share, a magnitude or the change: the computation is the analysis
+DOWNSTREAM_POINTS = 2.0  # an effect named as a cause (or a cause as an effect): a clear error
+ABSENT_POINTS = 1.0  # a plausible hypothesis this world does not have, named as if it held
+CONFOUNDED_POINTS = 1.0  # a variable that only shares a cause with the question's variable
+UNRELATED_POINTS = 2.0  # any variable with no causal connection at all (charged once)
+REVERSED_POINTS = 1.0  # a real driver or effect named with the wrong direction
+WRONG_CHANGE_POINTS = 2.0  # the change reported in the wrong direction
+UNCLEANED_POINTS = 2.0  # the change as the uncleaned files give it
+MIN_EFFECTS = 2  # a consequence task asks for effects, plural: one lucky guess must not answer it
+
 PROMPTS = {
     "cause": [
         "{{ intro }} Average {{ label }} changed between the first and the second half of the period covered by "
         "the attached files. What drove that change, and how much of it does each driver explain?",
-        "{{ intro }} I need to explain the shift in {{ label }} from H1 to H2 to my leadership team. Work out how "
-        "much it moved, which factors caused the move, and each factor's share of it.",
+        "{{ intro }} I need to explain the shift in {{ label }} from the first to the second half of the period to "
+        "my leadership team. Work out how much it moved, which factors caused the move, and each factor's share of it.",
         "{{ intro }} Something changed in {{ label }} half-way through the period. Using the files from our "
         "systems, quantify the change and attribute it to its causes, with each cause's contribution.",
     ],
@@ -44,15 +56,25 @@ PROMPTS = {
     ],
 }
 INTRO = "I'm the {{ role }} at {{ organisation }} ({{ region }}).{% if concern %} We're worried that {{ concern }}.{% endif %}"
+HOW = {
+    "cause": (
+        "Answer with the change as relative_change = (mean over the second half - mean over the first half) / "
+        "mean over the first half (0.12 means +12%; the halves split the days the files cover into two equal "
+        "runs). For each driver give its direction ('+' if it pushed {{ label }} up over the period, '-' if down) "
+        "and its share: its part of the change explained by all the drivers (shares sum to 1; a driver working "
+        "against the change has a negative share)."
+    ),
+    "consequence": (
+        "For each measure {{ label }} affects, give the direction ('+' if the measure rises when {{ label }} "
+        "rises, '-' if it falls) and the magnitude: the effect's characteristic number in the units of the "
+        "cleaned files, as the answer schema defines it for the shape of the effect."
+    ),
+}
 ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
 
 
 def label(name: str) -> str:
     return name.replace("_", " ")
-
-
-def _direction(edge: Edge) -> str | None:
-    return MECHANISMS[edge.kind].direction(edge.params)
 
 
 @dataclass(frozen=True)
@@ -66,18 +88,31 @@ class World:
     recovered: dict[str, float]  # phenomenon id -> the blind estimate from the cleaned files
     raw: dict[str, float]  # phenomenon id -> what the uncleaned files give
     directions: dict[str, float]  # edge id -> sign of the effect the blind analysis found
+    candidates: nx.DiGraph  # every plausible edge of the domain, realised or not
 
     @classmethod
     def of(cls, contract: Contract, audit: AuditReport) -> World:
+        graph = nx.DiGraph()
+        graph.add_nodes_from(v.name for v in contract.variables)
+        graph.add_edges_from((e.parent, e.child) for e in contract.edges)
+        plausible = nx.DiGraph()
+        plausible.add_edges_from((c.parent, c.child) for c in contract.candidates)
         return cls(
             contract=contract,
-            graph=nx.DiGraph([(e.parent, e.child) for e in contract.edges]),
+            graph=graph,
             edges={f"{e.parent}->{e.child}": e for e in contract.edges},
             phenomena={ph.id: ph for ph in contract.phenomena},
             recovered=audit.recovered,
             raw=audit.raw_estimates,
             directions=audit.directions,
+            candidates=plausible,
         )
+
+    def plausible_parents(self, node: str) -> set[str]:
+        return set(self.candidates.predecessors(node)) if node in self.candidates else set()
+
+    def plausible_children(self, node: str) -> set[str]:
+        return set(self.candidates.successors(node)) if node in self.candidates else set()
 
 
 def build_tasks(contract: Contract, audit: AuditReport, rng: np.random.Generator) -> list[Task]:
@@ -85,25 +120,21 @@ def build_tasks(contract: Contract, audit: AuditReport, rng: np.random.Generator
     world = World.of(contract, audit)
     tasks = []
     for kind, node in task_nodes(contract):
-        builder = _cause if kind == "cause" else _consequence
-        built = builder(world, node)
+        built = _cause(world, node) if kind == "cause" else _consequence(world, node)
         if built is None:
             continue
         rubric, expected, reference, files = built
-        persona = contract.persona
-        concern = persona.concern if node == persona.focus else ""
-        intro = ENV.from_string(INTRO).render(
-            role=persona.role, organisation=persona.organisation, region=persona.region, concern=concern
-        )
         template = PROMPTS[kind][int(rng.integers(len(PROMPTS[kind])))]
+        prompt = ENV.from_string(template).render(intro=_intro(world, node), label=label(node))
+        prompt += "\n\n" + ENV.from_string(HOW[kind]).render(label=label(node))
         task = Task(
             task_id=f"{contract.world_id}-{kind}-{node}",
             world_id=contract.world_id,
             kind=kind,
             variable=node,
-            prompt=ENV.from_string(template).render(intro=intro, label=label(node)),
+            prompt=prompt,
             files=sorted(files),
-            answer_schema=answer_schema(kind, [v.name for v in contract.variables]),
+            answer_schema=answer_schema(kind, contract),
             rubric=rubric,
             expected_answer=expected,
             reference_answer=reference,
@@ -114,9 +145,26 @@ def build_tasks(contract: Contract, audit: AuditReport, rng: np.random.Generator
     return tasks
 
 
-# size: the cause rubric in one place until issue 7 reworks it into one helper per item family
+def _intro(world: World, node: str) -> str:
+    """The persona's voice; its concern only when it is about this variable and the world agrees with it."""
+    persona = world.contract.persona
+    concern = persona.concern if node == persona.focus else ""
+    change = world.phenomena.get(f"change:{node}")
+    if concern and persona.trend is not None and (change is None or change.target is None):
+        concern = ""
+    elif concern and persona.trend is not None and (change.target > 0) != (persona.trend == "up"):
+        concern = ""  # the world did not move the way the persona fears: say nothing rather than mislead
+    return ENV.from_string(INTRO).render(
+        role=persona.role, organisation=persona.organisation, region=persona.region, concern=concern
+    )
+
+
+def _direction(edge: Edge) -> str | None:
+    return MECHANISMS[edge.kind].direction(edge.params)
+
+
 def _cause(world: World, node: str):
-    graph, edges, phenomena, recovered, raw = world.graph, world.edges, world.phenomena, world.recovered, world.raw
+    graph, phenomena, recovered, raw = world.graph, world.phenomena, world.recovered, world.raw
     change_id = f"change:{node}"
     if change_id not in recovered:
         return None
@@ -127,8 +175,9 @@ def _cause(world: World, node: str):
             "positive",
             "computation",
             "change",
-            2.0,
-            f"States that mean {label(node)} changed by {change.target:+.1%} from H1 to H2 (within {change.tolerance:.0%} points).",
+            NUMBER_POINTS,
+            f"States that mean {label(node)} changed by {change.target:+.1%} from the first to the second half "
+            f"(within {change.tolerance:.1%} points).",
             Check(kind="number", path="change.relative_change", expected=change.target, tolerance=change.tolerance),
             change_id,
         )
@@ -136,111 +185,126 @@ def _cause(world: World, node: str):
     expected = {"variable": node, "change": {"relative_change": change.target}, "drivers": []}
     reference = {"variable": node, "change": {"relative_change": recovered[change_id]}, "drivers": []}
     for parent in sorted(graph.predecessors(node)):
-        share_id, edge_id = f"share:{parent}->{node}", f"edge:{parent}->{node}"
-        if edge_id not in recovered:
-            continue
-        files |= set(phenomena[edge_id].files)
+        share_id = f"share:{parent}->{node}"
         share = phenomena.get(share_id)
-        if share is not None and share_id in recovered and abs(share.target) < share.tolerance:
-            # A cause of the level that explains none of the change: no item either way.
-            expected["drivers"].append({"variable": parent, "direction": "+", "share": share.target})
-            reference["drivers"].append({"variable": parent, "direction": "+", "share": recovered[share_id]})
-        elif share is not None and share_id in recovered:
-            direction = "+" if share.target * change.target > 0 else "-"
-            ref_direction = "+" if recovered[share_id] * recovered[change_id] > 0 else "-"
-            pushed = "up" if direction == "+" else "down"
-            rubric.append(
-                _item(
-                    "positive",
-                    "insight",
-                    f"driver:{parent}",
-                    1.0,
-                    f"Names {label(parent)} as a driver that pushed {label(node)} {pushed}.",
-                    _named("drivers", parent, direction),
-                    share_id,
-                )
-            )
-            rubric.append(
-                _item(
-                    "positive",
-                    "computation",
-                    f"share:{parent}",
-                    1.0,
-                    f"Attributes {share.target:.0%} of the change to {label(parent)} (within {share.tolerance:.0%} points).",
-                    _entry_number("drivers", parent, "share", share),
-                    share_id,
-                )
-            )
-            expected["drivers"].append({"variable": parent, "direction": direction, "share": share.target})
-            reference["drivers"].append({"variable": parent, "direction": ref_direction, "share": recovered[share_id]})
-        else:  # the change is immaterial or its drivers cancel: naming the causes is the finding
-            rubric.append(
-                _item(
-                    "positive",
-                    "insight",
-                    f"driver:{parent}",
-                    1.0,
-                    f"Names {label(parent)} as a cause of {label(node)}.",
-                    _named("drivers", parent),
-                    edge_id,
-                )
-            )
-            expected["drivers"].append(
-                {
-                    "variable": parent,
-                    "direction": _direction(edges[f"{parent}->{node}"]) or "+",
-                }
-            )
-            reference["drivers"].append({"variable": parent, "direction": expected["drivers"][-1]["direction"]})
-    for child in sorted(nx.descendants(graph, node)):
-        rubric.append(
-            _item(
-                "negative",
-                "insight",
-                f"downstream:{child}",
-                2.0,
-                f"Names {label(child)} as a driver, although it is downstream of {label(node)} (an effect, not a cause).",
-                _named("drivers", child),
-            )
+        if share is None or share_id not in recovered:
+            continue
+        files |= set(share.files)
+        direction = "+" if share.target * change.target > 0 else "-"
+        reference_direction = "+" if recovered[share_id] * recovered[change_id] > 0 else "-"
+        expected["drivers"].append({"variable": parent, "direction": direction, "share": share.target})
+        reference["drivers"].append(
+            {"variable": parent, "direction": reference_direction, "share": recovered[share_id]}
         )
+        if abs(share.target) < share.tolerance:  # a cause of the level that explains none of the change
+            continue
+        rubric += _driver_items(node, parent, direction, share)
+    if not any(i.id.startswith("share:") for i in rubric):
+        return None  # no driver's share is a finding: the question has no answer worth grading
+    rubric += _cause_negatives(world, node, change, raw.get(change_id))
+    return rubric, expected, reference, files
+
+
+def _driver_items(node: str, parent: str, direction: str, share: Phenomenon) -> list[RubricItem]:
+    pushed = "up" if direction == "+" else "down"
+    opposite = "-" if direction == "+" else "+"
+    return [
+        _item(
+            "positive",
+            "insight",
+            f"driver:{parent}",
+            NAME_POINTS,
+            f"Names {label(parent)} as a driver that pushed {label(node)} {pushed}.",
+            _named("drivers", parent, direction),
+            share.id,
+        ),
+        _item(
+            "positive",
+            "computation",
+            f"share:{parent}",
+            NUMBER_POINTS,
+            f"Attributes {share.target:.0%} of the change to {label(parent)} (within {share.tolerance:.0%} points).",
+            _entry_number("drivers", parent, "share", share),
+            share.id,
+        ),
+        _item(
+            "negative",
+            "insight",
+            f"reversed:{parent}",
+            REVERSED_POINTS,
+            f"Says {label(parent)} pushed {label(node)} {'down' if direction == '+' else 'up'}: the wrong direction.",
+            _named("drivers", parent, opposite),
+            share.id,
+        ),
+    ]
+
+
+def _cause_negatives(world: World, node: str, change: Phenomenon, raw_value: float | None) -> list[RubricItem]:
+    graph = world.graph
+    ancestors, descendants = set(nx.ancestors(graph, node)), set(nx.descendants(graph, node))
     parents = set(graph.predecessors(node))
-    ancestors = set(nx.ancestors(graph, node))
-    siblings = {c for p in parents for c in graph.successors(p)} - {node} - ancestors - set(nx.descendants(graph, node))
-    for sibling in sorted(siblings):
-        rubric.append(
-            _item(
-                "negative",
-                "insight",
-                f"confounded:{sibling}",
-                1.0,
-                f"Names {label(sibling)} as a driver: it moves with {label(node)} only because they share a cause.",
-                _named("drivers", sibling),
-            )
+    items = [
+        _item(
+            "negative",
+            "insight",
+            f"downstream:{child}",
+            DOWNSTREAM_POINTS,
+            f"Names {label(child)} as a driver, although it is downstream of {label(node)} (an effect, not a cause).",
+            _named("drivers", child),
         )
-    related = ancestors | set(nx.descendants(graph, node)) | siblings | {node}
-    rubric.append(_unrelated_item("drivers", sorted(related), f"a cause of {label(node)}"))
-    if abs(change.target) > change.tolerance:
-        rubric.append(
+        for child in sorted(descendants)
+    ]
+    absent = world.plausible_parents(node) - parents - ancestors - descendants - {node}
+    items += [
+        _item(
+            "negative",
+            "insight",
+            f"absent:{other}",
+            ABSENT_POINTS,
+            f"Names {label(other)} as a driver: a plausible cause of {label(node)}, but not one this data supports.",
+            _named("drivers", other),
+        )
+        for other in sorted(absent)
+    ]
+    siblings = {c for p in parents for c in graph.successors(p)} - {node} - ancestors - descendants - absent
+    items += [
+        _item(
+            "negative",
+            "insight",
+            f"confounded:{sibling}",
+            CONFOUNDED_POINTS,
+            f"Names {label(sibling)} as a driver: it moves with {label(node)} only because they share a cause.",
+            _named("drivers", sibling),
+        )
+        for sibling in sorted(siblings)
+    ]
+    related = ancestors | descendants | siblings | absent | {node}
+    items.append(_unrelated_item("drivers", sorted(related), f"a cause of {label(node)}"))
+    if abs(change.target or 0) > change.tolerance:
+        items.append(
             _item(
                 "negative",
                 "computation",
                 "wrong-direction",
-                2.0,
-                f"Says {label(node)} moved {'down' if change.target > 0 else 'up'}: the wrong direction.",
-                Check(kind="sign", path="change.relative_change", expected=-change.target),
-                change_id,
+                WRONG_CHANGE_POINTS,
+                f"Says {label(node)} moved {'down' if (change.target or 0) > 0 else 'up'}: the wrong direction.",
+                Check(kind="sign", path="change.relative_change", expected=-(change.target or 0)),
+                change.id,
             )
         )
-    raw_value = raw.get(change_id)
-    if raw_value is not None and math.isfinite(raw_value) and abs(raw_value - change.target) > 2 * change.tolerance:
-        rubric.append(
+    if (
+        raw_value is not None
+        and math.isfinite(raw_value)
+        and abs(raw_value - (change.target or 0)) > 2 * change.tolerance
+    ):
+        items.append(
             _item(
                 "negative",
                 "computation",
                 "uncleaned-change",
-                2.0,
-                f"Reports a change of {raw_value:+.1%}, the figure the files give before duplicates, unit switches and renamed "
-                "columns are cleaned.",
+                UNCLEANED_POINTS,
+                f"Reports a change of {raw_value:+.1%}, the figure the files give before duplicates, unit switches "
+                "and renamed columns are cleaned.",
                 Check(
                     kind="number",
                     path="change.relative_change",
@@ -248,16 +312,16 @@ def _cause(world: World, node: str):
                     tolerance=change.tolerance,
                     unless=change.target,
                 ),
-                change_id,
+                change.id,
             )
         )
-    return rubric, expected, reference, files
+    return items
 
 
-# size: the consequence rubric in one place until issue 7 reworks it into one helper per item family
 def _consequence(world: World, node: str):
     graph, edges, phenomena, recovered = world.graph, world.edges, world.phenomena, world.recovered
-    rubric, effects, ref_effects, files = [], [], [], set()
+    rubric: list[RubricItem] = []
+    effects, ref_effects, files = [], [], set()
     for child in sorted(graph.successors(node)):
         edge_id = f"edge:{node}->{child}"
         if edge_id not in recovered:
@@ -265,77 +329,83 @@ def _consequence(world: World, node: str):
         edge, ph = edges[f"{node}->{child}"], phenomena[edge_id]
         files |= set(ph.files)
         direction = _direction(edge)
+        rubric += _effect_items(node, child, direction, ph)
         ref_sign = world.directions.get(f"{node}->{child}")
-        ref_direction = None if ref_sign is None else ("+" if ref_sign > 0 else "-")
-        moves = f", pushed {'up' if direction == '+' else 'down'} as {label(node)} rises." if direction else "."
-        rubric.append(
-            _item(
-                "positive",
-                "insight",
-                f"effect:{child}",
-                1.0,
-                f"Names {label(child)} as affected by {label(node)}{moves}",
-                _named("effects", child, direction),
-                edge_id,
-            )
-        )
-        rubric.append(
-            _item(
-                "positive",
-                "computation",
-                f"magnitude:{child}",
-                1.0,
-                f"Quantifies the effect on {label(child)}: {ph.statistic.replace('_', ' ')} {ph.target:.4g} (+- {ph.tolerance:.3g}).",
-                _entry_number("effects", child, "magnitude", ph),
-                edge_id,
-            )
-        )
-        if direction:
-            opposite = "-" if direction == "+" else "+"
-            rubric.append(
-                _item(
-                    "negative",
-                    "insight",
-                    f"reversed:{child}",
-                    1.0,
-                    f"Says {label(node)} pushes {label(child)} {'down' if direction == '+' else 'up'}: the wrong direction.",
-                    _named("effects", child, opposite),
-                    edge_id,
-                )
-            )
-
-        for out, sign, magnitude in (
-            (effects, direction, ph.target),
-            (ref_effects, ref_direction or direction, recovered[edge_id]),
-        ):
-            out.append(
-                {
-                    "variable": child,
-                    "direction": sign or "+",
-                    "mechanism": edge.kind,
-                    "statistic": ph.statistic,
-                    "magnitude": magnitude,
-                }
-            )
-    if len(effects) < 1:
+        ref_direction = direction if ref_sign is None else ("+" if ref_sign > 0 else "-")
+        for out, sign, magnitude in ((effects, direction, ph.target), (ref_effects, ref_direction, recovered[edge_id])):
+            entry = {"variable": child, "mechanism": edge.kind, "magnitude": magnitude}
+            out.append(entry | ({"direction": sign} if sign else {}))
+    if len(effects) < MIN_EFFECTS:
         return None
-    related = set(nx.ancestors(graph, node)) | set(nx.descendants(graph, node)) | {node}
-    rubric.append(_unrelated_item("effects", sorted(related), f"affected by {label(node)}"))
-    for parent in sorted(nx.ancestors(graph, node)):
-        rubric.append(
-            _item(
-                "negative",
-                "insight",
-                f"upstream:{parent}",
-                2.0,
-                f"Names {label(parent)} as affected by {label(node)}, although it is upstream (a cause, not an effect).",
-                _named("effects", parent),
-            )
+    ancestors, descendants = set(nx.ancestors(graph, node)), set(nx.descendants(graph, node))
+    absent = world.plausible_children(node) - set(graph.successors(node)) - descendants - ancestors - {node}
+    rubric += [
+        _item(
+            "negative",
+            "insight",
+            f"absent:{other}",
+            ABSENT_POINTS,
+            f"Names {label(other)} as affected: a plausible effect of {label(node)}, but not one this data supports.",
+            _named("effects", other),
         )
+        for other in sorted(absent)
+    ]
+    related = ancestors | descendants | absent | {node}
+    rubric.append(_unrelated_item("effects", sorted(related), f"affected by {label(node)}"))
+    rubric += [
+        _item(
+            "negative",
+            "insight",
+            f"upstream:{parent}",
+            DOWNSTREAM_POINTS,
+            f"Names {label(parent)} as affected by {label(node)}, although it is upstream (a cause, not an effect).",
+            _named("effects", parent),
+        )
+        for parent in sorted(ancestors)
+    ]
     return rubric, {"variable": node, "effects": effects}, {"variable": node, "effects": ref_effects}, files
 
 
-# size: one keyword per RubricItem field
+def _effect_items(node: str, child: str, direction: str | None, ph: Phenomenon) -> list[RubricItem]:
+    moves = f", pushed {'up' if direction == '+' else 'down'} as {label(node)} rises." if direction else "."
+    items = [
+        _item(
+            "positive",
+            "insight",
+            f"effect:{child}",
+            NAME_POINTS,
+            f"Names {label(child)} as affected by {label(node)}{moves}",
+            _named("effects", child, direction),
+            ph.id,
+        ),
+        _item(
+            "positive",
+            "computation",
+            f"magnitude:{child}",
+            NUMBER_POINTS,
+            f"Quantifies the effect on {label(child)}: {ph.statistic.replace('_', ' ')} {ph.target:.4g} "
+            f"(+- {ph.tolerance:.3g}).",
+            _entry_number("effects", child, "magnitude", ph),
+            ph.id,
+        ),
+    ]
+    if direction:
+        opposite = "-" if direction == "+" else "+"
+        items.append(
+            _item(
+                "negative",
+                "insight",
+                f"reversed:{child}",
+                REVERSED_POINTS,
+                f"Says {label(node)} pushes {label(child)} {'down' if direction == '+' else 'up'}: the wrong direction.",
+                _named("effects", child, opposite),
+                ph.id,
+            )
+        )
+    return items
+
+
+# size: one keyword per RubricItem field, so every item reads the same way where it is built
 def _item(
     polarity: str, kind: str, id: str, points: float, criterion: str, check: Check, phenomenon: str | None = None
 ) -> RubricItem:
@@ -360,59 +430,87 @@ def _unrelated_item(path: str, related: list[str], role: str) -> RubricItem:
         "negative",
         "insight",
         "unrelated",
-        2.0,
+        UNRELATED_POINTS,
         f"Names as {role} a variable that has no causal connection to it (listing everything is not an analysis).",
         Check(kind="named_outside", path=path, allowed=related),
     )
 
 
-def answer_schema(kind: str, variables: list[str]) -> dict:
-    entry = {
-        "type": "object",
-        "required": ["variable"],
-        "properties": {"variable": {"type": "string", "enum": variables}, "direction": {"enum": ["+", "-"]}},
-    }
+def _variables_doc(contract: Contract) -> str:
+    lines = [f"- {v.name}: {v.description}" + (f" ({v.unit})" if v.unit else "") for v in contract.variables]
+    return "One of this world's measures, by name:\n" + "\n".join(lines)
+
+
+MAGNITUDE_DOC = "The effect's characteristic number, by the shape of the effect: " + "; ".join(
+    f"{kind} - {m.magnitude_doc}" for kind, m in MECHANISMS.items()
+)
+
+
+def answer_schema(kind: str, contract: Contract) -> dict:
+    names = [v.name for v in contract.variables]
+    variable = {"type": "string", "enum": names, "description": _variables_doc(contract)}
     if kind == "cause":
-        entry["properties"]["share"] = {
-            "type": "number",
-            "description": "share of the H1->H2 change this driver explains",
+        driver = {
+            "type": "object",
+            "required": ["variable", "direction", "share"],
+            "properties": {
+                "variable": variable,
+                "direction": {
+                    "enum": ["+", "-"],
+                    "description": "'+' if this driver pushed the measure up over the period, '-' if it pushed it down",
+                },
+                "share": {
+                    "type": "number",
+                    "description": "this driver's part of the change explained by all the drivers: its contribution "
+                    "to (second-half mean - first-half mean) divided by the sum of all drivers' contributions; shares "
+                    "sum to 1, and a driver working against the change has a negative share",
+                },
+            },
         }
         return {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
             "required": ["variable", "change", "drivers"],
             "properties": {
-                "variable": {"type": "string"},
+                "variable": {"type": "string", "description": "the measure the question is about"},
                 "change": {
                     "type": "object",
                     "required": ["relative_change"],
                     "properties": {
-                        "relative_change": {"type": "number", "description": "(mean H2 - mean H1) / mean H1"}
+                        "relative_change": {
+                            "type": "number",
+                            "description": "(mean over the second half of the days covered - mean over the first "
+                            "half) / mean over the first half, as a fraction: 0.12 means +12%; means over every "
+                            "reported value (per event for per-event measures, per unit and day for daily ones), "
+                            "after cleaning",
+                        }
                     },
                 },
-                "drivers": {"type": "array", "items": entry},
+                "drivers": {"type": "array", "items": driver},
             },
         }
-    entry["properties"] |= {
-        "mechanism": {
-            "type": "string",
-            "description": "shape of the effect: linear, log, step, saturating, delayed, seasonal, by category, per capacity",
-        },
-        "statistic": {"type": "string"},
-        "magnitude": {
-            "type": "number",
-            "description": (
-                "the effect's characteristic number: slope per unit (of log1p for log effects, per capacity unit for per-capacity "
-                "effects, per moderator sd for interactions), the parent level of a step or of half a saturating rise, the delay "
-                "in days, the seasonal swing as a share of the slope, or the spread between category levels"
-            ),
+    effect = {
+        "type": "object",
+        "required": ["variable", "magnitude"],
+        "properties": {
+            "variable": variable,
+            "direction": {
+                "enum": ["+", "-"],
+                "description": "'+' if the measure rises when the cause rises, '-' if it falls (leave out for "
+                "effects by category, which have no single direction)",
+            },
+            "mechanism": {"type": "string", "enum": list(MECHANISMS), "description": "the shape of the effect"},
+            "magnitude": {"type": "number", "description": MAGNITUDE_DOC},
         },
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "required": ["variable", "effects"],
-        "properties": {"variable": {"type": "string"}, "effects": {"type": "array", "items": entry}},
+        "properties": {
+            "variable": {"type": "string", "description": "the measure the question is about"},
+            "effects": {"type": "array", "items": effect},
+        },
     }
 
 

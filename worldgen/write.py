@@ -122,12 +122,16 @@ def write_world(
                 "system": d.system,
                 "rows_clean": f.clean.height,
                 "rows_observed": f.frame.height,
+                "order": f.order,
                 "conventions": conventions,
                 "defects": f.records,
             }
         )
+    for d in contract.deliverables:
+        if d.grain == "dictionary":
+            (root / "observed" / d.file).write_text(data_dictionary(contract, d.system), encoding="utf-8")
     dump_json(root / "projection.json", projection, indent=None)  # row lists make an indented file huge
-    dump_jsonl(root / "ledger.jsonl", state.ledger + [_projection_step(root, state, observed, streams)])
+    dump_jsonl(root / "ledger.jsonl", state.ledger + [_projection_step(root, contract, state, observed, streams)])
     dump_json(root / "world.json", _manifest(root, contract, state))
     return {
         "world_id": contract.world_id,
@@ -164,7 +168,9 @@ def _manifest(root: Path, contract: Contract, state: CanonicalState) -> dict:
     }
 
 
-def _projection_step(root: Path, state: CanonicalState, observed: list[ObservedFile], streams: Streams) -> dict:
+def _projection_step(
+    root: Path, contract: Contract, state: CanonicalState, observed: list[ObservedFile], streams: Streams
+) -> dict:
     """The ledger's last record: X read in full, the observed files written, every defect recorded."""
     return {
         "step": len(state.ledger),
@@ -174,9 +180,7 @@ def _projection_step(root: Path, state: CanonicalState, observed: list[ObservedF
         "inputs": {
             f"{t}.{c}": column_sha256(v) for t, cols in sorted(state.tables.items()) for c, v in sorted(cols.items())
         },
-        "outputs": {
-            f"observed/{f.deliverable.file}": file_sha256(root / "observed" / f.deliverable.file) for f in observed
-        },
+        "outputs": {f"observed/{d.file}": file_sha256(root / "observed" / d.file) for d in contract.deliverables},
         "rows": {f.deliverable.file: f.frame.height for f in observed},
         "checks": {"defects_recorded": sum(len(f.records) for f in observed), "canonical_unchanged": True},
     }
@@ -189,3 +193,27 @@ def record_verdict(meta_path: Path, report: AuditReport, task_ids: list[str]) ->
     meta["audit"] = {"verdict": report.verdict, "failing": report.failing}
     meta["tasks"] = task_ids
     dump_json(meta_path, meta)
+
+
+FORMAT_WORDS = {
+    "csv": "CSV",
+    "xlsx": "Excel workbook",
+    "parquet": "Parquet",
+    "json": "JSON export",
+    "jsonl": "JSON lines",
+}
+
+
+def data_dictionary(contract: Contract, system: str) -> str:
+    """A system's data dictionary: each of its files and columns, described in its own words."""
+    files = [d for d in contract.deliverables if d.system == system and d.grain != "dictionary"]
+    lines = [f"# Data dictionary: {system.replace('_', ' ')}", ""]
+    for d in files:
+        sheets = " (one sheet per region)" if d.sheets else ""
+        lines += [f"## {d.file}", "", f"{FORMAT_WORDS[d.format]}{sheets}.", "", "| column | description |", "|---|---|"]
+        lines += [f"| {c.name} | {c.doc or '-'} |" for c in d.columns]
+        if d.fields:
+            lines += ["", f"Settings the `{d.columns[1].name}` column names:", "", "| setting | meaning |", "|---|---|"]
+            lines += [f"| {f.name} | {f.doc} |" for f in d.fields]
+        lines.append("")
+    return "\n".join(lines)

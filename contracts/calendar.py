@@ -1,0 +1,76 @@
+"""What a contract's calendar means, day by day: one definition for the generator and the auditor.
+
+Activity on a day is the mean level plus three additive calendar offsets, each relative to the nominal
+level: the weekday's (`weekly[wd] - 1`), the month's (`monthly[m] - 1`) and the dated events' (product of
+the factors of the holidays and events covering the day, minus 1). A day is closed for everyone when its
+weekday, its month or one of its dates has a factor of 0.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from calendar import monthrange
+
+import numpy as np
+
+from contracts.model import WEEKDAYS, Calendar, DateEffect
+
+
+def dates(start: str, periods: int) -> list[dt.date]:
+    first = dt.date.fromisoformat(start)
+    return [first + dt.timedelta(days=int(d)) for d in range(periods)]
+
+
+def weekdays(start: str, periods: int) -> np.ndarray:
+    """0 = Monday ... 6 = Sunday, per day of the timeline."""
+    first = dt.date.fromisoformat(start).weekday()
+    return (first + np.arange(periods)) % 7
+
+
+def months(start: str, periods: int) -> np.ndarray:
+    """0 = January ... 11 = December, per day of the timeline."""
+    return np.array([d.month - 1 for d in dates(start, periods)], dtype=np.int64)
+
+
+def resolve(effect: DateEffect, year: int) -> dt.date:
+    """The first day an effect covers in a given year (MM-DD, or the n-th weekday of the month)."""
+    month, rest = int(effect.date[:2]), effect.date[3:]
+    if rest.isdigit():
+        day = dt.date(year, month, min(int(rest), monthrange(year, month)[1]))
+    else:
+        weekday, n = WEEKDAYS.index(rest[:3]), int(rest[3])
+        first = dt.date(year, month, 1)
+        day = first + dt.timedelta(days=(weekday - first.weekday()) % 7 + 7 * (n - 1))
+        if day.month != month:  # a fifth weekday the month does not have: the last one instead
+            day -= dt.timedelta(days=7)
+    return day + dt.timedelta(days=effect.offset)
+
+
+def date_factors(calendar: Calendar, start: str, periods: int) -> np.ndarray:
+    """The product of the dated effects' factors on each day (1 where no holiday or event falls)."""
+    days = dates(start, periods)
+    index = {d: i for i, d in enumerate(days)}
+    factors = np.ones(periods)
+    for effect in calendar.dates:
+        for year in range(days[0].year, days[-1].year + 1):
+            first = resolve(effect, year)
+            for k in range(effect.days):
+                i = index.get(first + dt.timedelta(days=k))
+                if i is not None:
+                    factors[i] *= effect.factor
+    return factors
+
+
+def offsets(calendar: Calendar, start: str, periods: int) -> np.ndarray:
+    """(periods, 3): the weekday, month and dated-event offsets of each day, relative to the nominal level."""
+    weekly = np.asarray(calendar.weekly)[weekdays(start, periods)] - 1.0
+    monthly = np.asarray(calendar.monthly)[months(start, periods)] - 1.0
+    dated = date_factors(calendar, start, periods) - 1.0
+    return np.column_stack([weekly, monthly, dated])
+
+
+def open_for_all(calendar: Calendar, start: str, periods: int) -> np.ndarray:
+    """Days every unit keeps open as far as the calendar goes (its weekday, month and dates allow it)."""
+    weekly = np.asarray(calendar.weekly)[weekdays(start, periods)] > 0
+    monthly = np.asarray(calendar.monthly)[months(start, periods)] > 0
+    return weekly & monthly & (date_factors(calendar, start, periods) > 0)

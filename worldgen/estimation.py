@@ -1,0 +1,234 @@
+"""The generator's view of how precisely the data carry each effect: fits on the true contributions.
+
+Used only when sealing a contract (worldgen/phenomena.py). For a child, `fit_child` regresses its reported
+values, on the rows an analyst can see, on its parents' true contributions (rolled like the child for a
+rolling metric; level dummies for a categorical parent; the calendar for the volume). The coefficients say
+how much of each planted effect the reported scale carries, their covariance how precisely. A step
+location, a curve's bend or a lag is profiled: every candidate value is scored by how well it fits, and the
+tolerance covers every candidate the data cannot reject (99.9%), around the planted value.
+The auditor never uses this: it estimates from the files alone, with its own estimators.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from contracts.calendar import offsets
+from contracts.model import Contract, Edge
+from worldgen.canonical import CanonicalState, table_of
+from worldgen.mechanisms import Mechanism, saturation_curve, shift_periods
+from worldgen.observation import roll
+
+PROFILE_ROWS = 40_000  # profiles score candidates on at most this many rows (a fixed random subset)
+PROFILE_CHI2 = 10.83  # chi-square(1) at 99.9%: candidates the data cannot reject
+PROFILE_SAFETY = 2.0  # the observed files are noisier than X (blanks, rounding, imputed joins)
+MAX_LAG = 30  # lags profiled, days (the auditor scans the same range)
+THRESHOLD_QUANTILES = np.linspace(0.01, 0.99, 99)
+SATURATION_SCALES = np.linspace(0.1, 4.0, 79)  # curve scales profiled, in parent sd
+MIN_ROWS = 30
+
+
+@dataclass
+class Fit:
+    """One child regressed on its parents' true contributions, on the rows an analyst sees."""
+
+    child: str
+    rows: np.ndarray  # flat positions in the child's grid (events, or units x days)
+    y: np.ndarray
+    day: np.ndarray
+    X: np.ndarray
+    owner: list[str]  # per column: "" for nuisance (intercept, calendar), else the parent it belongs to
+    coef: np.ndarray
+    cov: np.ndarray
+    rolled: bool
+
+    def columns(self, parent: str) -> list[int]:
+        return [j for j, o in enumerate(self.owner) if o == parent]
+
+    def realised(self, e: Edge, mechanism: Mechanism) -> tuple[float, float]:
+        """The effect the reported data carry (planted x coefficient) and its standard error."""
+        cols = self.columns(e.parent)
+        if e.kind == "categorical":
+            shifts = np.concatenate([[0.0], self.coef[cols]])
+            worst = max(float(self.cov[j, j]) for j in cols)
+            return float(shifts.max() - shifts.min()), float(2 * np.sqrt(max(worst, 0.0)))
+        _, planted, _ = mechanism.statistic(e.params)
+        j = cols[0]
+        size = abs(mechanism.effect_size(e.params) or planted)
+        return float(planted * self.coef[j]), float(np.sqrt(max(self.cov[j, j], 0.0)) * size)
+
+    def shares(self, half: int) -> tuple[dict[str, float], dict[str, float]]:
+        """Each parent's fitted contribution to the H1 -> H2 change, and the standard error of its share."""
+        late, early = self.day >= half, self.day < half
+        if not late.any() or not early.any():
+            return {}, {}
+        g = self.X[late].mean(axis=0) - self.X[early].mean(axis=0)
+        parents = sorted({o for o in self.owner if o})
+        deltas = {p: float(g[self.columns(p)] @ self.coef[self.columns(p)]) for p in parents}
+        total = sum(deltas.values())
+        if abs(total) < 1e-12:
+            return deltas, {}
+        errors = {}
+        for p in parents:
+            grad = np.zeros_like(g)
+            mine = self.columns(p)
+            grad[mine] += g[mine] / total
+            for q in parents:  # d(D_p / T)/d(b_q) = (1[p=q] g_q T - D_p g_q) / T^2
+                grad[self.columns(q)] -= deltas[p] * g[self.columns(q)] / total**2
+            errors[p] = float(np.sqrt(max(grad @ self.cov @ grad, 0.0)))
+        return deltas, errors
+
+
+def _rows(contract: Contract, state: CanonicalState, child: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(positions, reported values, day) of the rows an analyst sees for `child`."""
+    v = contract.variable(child)
+    y = state.column(table_of(v), child).astype(float)
+    if v.grain == "event":
+        seen = np.isfinite(y)
+        if v.observe == "scale":
+            seen &= state.column("events", f"responded_{child}").astype(bool)
+        day = state.column("events", "day")
+    else:
+        seen = np.isfinite(y) & state.column("panel", "open").astype(bool)
+        day = state.column("panel", "day")
+    rows = np.flatnonzero(seen)
+    return rows, y[rows], day[rows]
+
+
+def _as_reported(contract: Contract, state: CanonicalState, child: str, values: np.ndarray) -> np.ndarray:
+    """A contribution as the child's rows carry it: rolled over open days for a rolling metric."""
+    v = contract.variable(child)
+    if v.observe != "rolling":
+        return values.reshape(-1)
+    U, T = contract.entity("unit").count, contract.timeline.periods
+    is_open = state.column("panel", "open").reshape(U, T).astype(bool)
+    return roll(values.reshape(U, T), v.window or 1, is_open).reshape(-1)
+
+
+def fit_child(contract: Contract, state: CanonicalState, child: str) -> Fit | None:
+    rows, y, day = _rows(contract, state, child)
+    contributions = state.contributions.get(child, {})
+    kinds = {e.parent: e.kind for e in contract.edges if e.child == child}
+    columns, owner = [np.ones(len(rows))], [""]
+    for parent in sorted(contributions):
+        c = _as_reported(contract, state, child, contributions[parent])[rows]
+        if kinds[parent] == "categorical":
+            for value in np.unique(c)[1:]:
+                columns.append((c == value).astype(float))
+                owner.append(parent)
+        else:
+            columns.append(c)
+            owner.append(parent)
+    v = contract.variable(child)
+    if v.role == "volume":  # the calendar moves the volume too: a nuisance, not a driver
+        calendar = v.mean * offsets(contract.calendar, contract.timeline.start, contract.timeline.periods)
+        for k in range(calendar.shape[1]):
+            columns.append(calendar[day, k])
+            owner.append("")
+    X = np.column_stack(columns)
+    ok = np.isfinite(X).all(axis=1)
+    if ok.sum() <= X.shape[1] + MIN_ROWS:
+        return None
+    rows, y, day, X = rows[ok], y[ok], day[ok], X[ok]
+    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+    sigma2 = float(np.sum((y - X @ coef) ** 2)) / (len(y) - X.shape[1])
+    cov = sigma2 * np.linalg.pinv(X.T @ X)
+    return Fit(child, rows, y, day, X, owner, coef, cov, v.observe == "rolling")
+
+
+def profile_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Edge) -> float | None:
+    """How far from the planted value the data let a step location, curve bend, lag or seasonal swing lie."""
+    if e.kind == "seasonal":
+        return _seasonal_tolerance(contract, state, fit, e)
+    edge = f"{e.parent}->{e.child}"
+    x = state.inputs.get(edge)
+    if x is None:
+        return None
+    cols = fit.columns(e.parent)
+    partial = fit.y - fit.X @ fit.coef + fit.X[:, cols] @ fit.coef[cols]
+    pick = _subset(len(fit.rows))
+    candidates, statistic, feature = _candidates(contract, state, fit, e, x, pick)
+    planted = {"threshold": e.params.get("tau"), "lag": e.params.get("lag")}.get(e.kind)
+    if e.kind == "saturation":
+        planted = e.params["origin"] + e.params["kappa"] * np.log(2)
+    F = np.column_stack([feature(theta) for theta in candidates])
+    r = partial[pick] - partial[pick].mean()
+    F = F - F.mean(axis=0)
+    norms = np.einsum("ij,ij->j", F, F)
+    explained = np.where(norms > 1e-12, (F.T @ r) ** 2 / np.maximum(norms, 1e-12), 0.0)
+    sse = float(r @ r) - explained
+    sigma2 = sse.min() / max(len(r) - 2, 1)
+    inside = sse - sse.min() <= PROFILE_CHI2 * sigma2
+    stats = np.array([statistic(theta) for theta in candidates])
+    resolution = float(np.median(np.diff(np.sort(np.unique(stats))))) if len(np.unique(stats)) > 1 else 0.0
+    spread = float(np.max(np.abs(stats[inside] - planted)))
+    return PROFILE_SAFETY * (spread + resolution)
+
+
+def _subset(n: int) -> np.ndarray:
+    if n <= PROFILE_ROWS:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(0).choice(n, PROFILE_ROWS, replace=False))
+
+
+def _candidates(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x: np.ndarray, pick: np.ndarray):
+    """(candidate values, statistic of a candidate, feature on the picked rows of the fit for a candidate)."""
+    p = e.params
+    positions = fit.rows[pick]
+    if fit.rolled:  # a rolling metric: build each candidate on the whole grid, roll it, then pick the rows
+
+        def on_rows(values: np.ndarray) -> np.ndarray:
+            return _as_reported(contract, state, e.child, values)[positions]
+
+        seen = x
+    else:
+        seen = x.reshape(-1)[positions] if e.kind != "lag" else x
+
+        def on_rows(values: np.ndarray) -> np.ndarray:
+            return values.reshape(-1)
+
+    if e.kind == "lag":
+        event_child = contract.variable(e.child).grain == "event"
+        units, days = state.column("events", "unit_id") - 1, state.column("events", "day")
+
+        def lagged(theta: float) -> np.ndarray:
+            shifted = shift_periods(x, int(theta), p["center"])
+            if event_child:
+                return shifted[units[positions], days[positions]]
+            return on_rows(shifted) if fit.rolled else shifted.reshape(-1)[positions]
+
+        return np.arange(0, MAX_LAG + 1, dtype=float), float, lagged
+    if e.kind == "threshold":
+        levels = np.unique(np.nanquantile(seen.reshape(-1), THRESHOLD_QUANTILES))
+        grid = (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
+        return grid, float, lambda theta: on_rows((seen > theta).astype(float))
+    scales = p["parent_sd"] * SATURATION_SCALES
+    return (
+        scales,
+        lambda theta: p["origin"] + theta * np.log(2),
+        lambda theta: on_rows(saturation_curve(seen, 1.0, theta, p["origin"])),
+    )
+
+
+def _seasonal_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Edge) -> float:
+    """Three standard errors of the swing hypot(b1, b2) / |b0| of y ~ (x - c)(b0 + b1 sin + b2 cos)."""
+    cols = fit.columns(e.parent)
+    partial = fit.y - fit.X @ fit.coef + fit.X[:, cols] @ fit.coef[cols]
+    raw = state.contributions[e.child][e.parent].reshape(-1)[fit.rows]
+    p = e.params
+    cycle = 1 + p["amplitude"] * np.sin(2 * np.pi * fit.day / p["period"] + p["phase"])
+    xc = np.where(np.abs(cycle) > 1e-9, raw / (p["beta"] * cycle), 0.0)  # (x - centre), recovered exactly
+    w = 2 * np.pi * fit.day / p["period"]
+    X = np.column_stack([np.ones_like(xc), xc, xc * np.sin(w), xc * np.cos(w)])
+    b, *_ = np.linalg.lstsq(X, partial, rcond=None)
+    sigma2 = float(np.sum((partial - X @ b) ** 2)) / max(len(partial) - 4, 1)
+    cov = sigma2 * np.linalg.pinv(X.T @ X)[1:, 1:]
+    b0, b1, b2 = b[1:]
+    amp = np.hypot(b1, b2)
+    if abs(b0) < 1e-12 or amp < 1e-12:
+        return float("inf")
+    grad = np.array([-amp / (b0 * abs(b0)), b1 / (amp * abs(b0)), b2 / (amp * abs(b0))])
+    se = float(np.sqrt(max(grad @ cov @ grad, 0.0)))
+    return 3.0 * se + abs(amp / abs(b0) - p["amplitude"])
