@@ -33,7 +33,10 @@ FACTORS_BY_UNIT = (
 MIN_DAYS = 20  # fewer daily medians than this cannot show a switch
 EDGE_DAYS = 7  # a switch is looked for at least a week from either end
 LOCAL_DAYS = 21  # and judged on the three weeks either side of it
-WHOLE_BIAS = 0.05  # what a year's real level changes add to a step estimated from whole segments (log units)
+DENSE_SHARE = 0.5  # a daily column non-zero at least half the time is checked report to report
+PERSIST_DAYS = 4  # a switch holds for the next days' reports; a one-day dip (a holiday) does not
+ADJACENT_GAP_DAYS = 7  # consecutive reports of a unit at most a week apart (closed days in between)
+WHOLE_BIAS = 0.1  # what a year's real level changes add to a step estimated from whole segments (log units)
 MIN_JUMP = 1.8  # a switch multiplies the level by at least 1.8 (conversion factors are 2.2 or more)
 SHARPNESS = 0.3  # the week-on-week step must carry the whole jump (within 30%): switches are not gradual
 FACTOR_MATCH = 0.25  # the step must be within 0.25 log-units (or 3 standard errors) of a known factor
@@ -133,13 +136,12 @@ class UnitKeys:
     def __init__(self, master: pl.DataFrame, d: Deliverable, clean: bool):
         self.clean = clean
         self.codes = set(master["unit_id"].drop_nulls().to_list())
+        mapped = [c.source.split(".", 1)[1] for c in d.columns if (c.format or "").startswith("local:")]
         self.local = {
-            c.source.split("_", 1)[1]: dict(
-                zip(master[c.source.split(".", 1)[1]].to_list(), master["unit_id"].to_list(), strict=True)
-            )
-            for c in d.columns
-            if c.source.startswith("units.local_")
+            column.removeprefix("local_"): dict(zip(master[column].to_list(), master["unit_id"].to_list(), strict=True))
+            for column in mapped
         }
+        self.mapping_columns = set(mapped)
         names = master["name"].to_list()
         self.by_name = dict(zip(names, master["unit_id"].to_list(), strict=True))
         self.by_clean = {clean_name(str(n)): uid for n, uid in self.by_name.items()}
@@ -201,9 +203,8 @@ def from_observed(world: World, clean: bool = True) -> Dataset:
         events = events.join(detail, on="event_id", how="left")
     events = events.select("event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns])
 
-    units = master.select(
-        "unit_id", *[c for c in master.columns if c not in ("unit_id", "name", "region") and not c.startswith("local_")]
-    )
+    skip = {"unit_id", "name", "region"} | keys.mapping_columns
+    units = master.select("unit_id", *[c for c in master.columns if c not in skip])
     units = units.filter(pl.col("unit_id").is_not_null()).unique(subset=["unit_id"], keep="first", maintain_order=True)
     unit_ids = sorted(set(units["unit_id"].to_list()) | set(events["unit_id"].drop_nulls().to_list()))
     grid = pl.DataFrame(
@@ -293,6 +294,16 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str) -> pl.DataFra
         return frame
     if (frame[column].min() or 0) < 0:  # a quantity that goes negative (a temperature) has no unit to switch
         return frame
+    daily_panel = "unit_id" in frame.columns and frame.select("unit_id", "day").is_duplicated().mean() < 0.05
+    if daily_panel and (frame[column] > 0).mean() >= DENSE_SHARE:
+        # A daily report of many units: a switch moves every unit between one report and the next, which
+        # no season or lever does; this finds a switch even inside a seasonal ramp.
+        found = _adjacent_switch(frame, column, factors)
+        if found is None:
+            return frame
+        from_day, factor = found
+        fixed = pl.when(pl.col("day") >= from_day).then(pl.col(column) / factor).otherwise(pl.col(column))
+        return frame.with_columns(fixed.cast(pl.Float64).alias(column))
     positive = frame.select("day", column).filter(pl.col(column) > 0).sort("day")
     days = positive["day"].to_numpy()
     if len(np.unique(days)) < MIN_DAYS:
@@ -302,15 +313,18 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str) -> pl.DataFra
     if split is None:
         return frame
     from_day, jump, local, se = split
-    if "unit_id" in frame.columns:
-        local, se = _unit_step(frame, column, from_day, local, se)
     # A unit switch is a sharp step by a conversion factor an analyst recognises; seasons and regime
     # changes are gradual or the wrong size, and are left alone.
     if abs(jump) < np.log(MIN_JUMP) or abs(local - jump) > SHARPNESS * abs(jump):
         return frame
-    factor = _known_factor(local, max(FACTOR_MATCH, 3 * se), factors)
-    if factor is None:
+    estimates = [(local, se), _whole_step(days, logs, from_day)]
+    if "unit_id" in frame.columns:
+        estimates.append(_unit_step(frame, column, from_day, local, se))
+    matched = {_known_factor(step, max(FACTOR_MATCH, 3 * step_se), factors) for step, step_se in estimates}
+    matched.discard(None)
+    if len(matched) != 1:  # no estimate of the step names a factor, or two name different ones
         return frame
+    factor = matched.pop()
     if "unit_id" in frame.columns and not _every_unit_switches(frame, column, from_day, factor):
         return frame  # a lever changed for some units (a policy), not the unit of the whole system
     fixed = pl.when(pl.col("day") >= from_day).then(pl.col(column) / factor).otherwise(pl.col(column))
@@ -340,12 +354,66 @@ def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, 
         return None
     local = float(np.median(after) - np.median(before))
     se = float(np.sqrt(np.var(before) / len(before) + np.var(after) / len(after)))
-    # Over the whole timeline the step is estimated from every value, at the price of whatever else
-    # changed over the year (a level shift of about 5%): better when values are few and noisy.
-    whole_se = float(np.sqrt(np.var(logs[: cut[k]]) / cut[k] + np.var(logs[cut[k] :]) / (n - cut[k]))) + WHOLE_BIAS
-    if whole_se < se:
-        local, se = float(jumps[k]), whole_se
     return day, float(jumps[k]), local, se
+
+
+def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...]) -> tuple[int, float] | None:
+    """The day most units' values jump from their previous report by the same plausible factor."""
+    steps = (
+        frame.filter(pl.col(column) > 0)
+        .sort("unit_id", "day")
+        .select(
+            "day",
+            pl.col(column).cast(pl.Float64).log().diff().over("unit_id").alias("step"),
+            (pl.col("day") - pl.col("day").shift(1).over("unit_id")).alias("gap"),
+        )
+        .filter(pl.col("step").is_not_null() & (pl.col("gap") <= ADJACENT_GAP_DAYS))
+    )
+    by_day = steps.group_by("day").agg(pl.col("step").median().alias("m"), pl.len().alias("n"))
+    by_day = by_day.filter(pl.col("n") >= MIN_UNITS_FOR_STEP)
+    if by_day.height == 0:
+        return None
+    best = by_day.sort(pl.col("m").abs(), "day", descending=[True, False]).row(0, named=True)
+    # The step report to report must name a factor (with the noise of a day-to-day change), and it must
+    # persist: each unit's reports in the few days after stay at the new level (a holiday dip does not).
+    noise = 1.25 * 1.4826 * float((steps["step"] - steps["step"].median()).abs().median()) / np.sqrt(best["n"])
+    factor = _known_factor(float(best["m"]), max(FACTOR_MATCH, 3 * noise), factors)
+    if factor is None:
+        return None
+    persisted = _window_step(frame, column, int(best["day"]), PERSIST_DAYS)
+    if persisted is None or persisted[0] * np.sign(np.log(factor)) < UNIT_STEP_SHARE * abs(np.log(factor)):
+        return None
+    on_day = steps.filter(pl.col("day") == best["day"])["step"].to_numpy()
+    moved = (np.sign(on_day) == np.sign(np.log(factor))) & (np.abs(on_day) > UNIT_STEP_SHARE * abs(np.log(factor)))
+    return (int(best["day"]), factor) if moved.mean() >= UNITS_SWITCHING else None
+
+
+def _whole_step(days: np.ndarray, logs: np.ndarray, day: int) -> tuple[float, float]:
+    """The step between everything before and everything after `day`: many values, at the price of whatever
+    else changed over the year (its standard error carries a bias allowance)."""
+    before, after = logs[days < day], logs[days >= day]
+    whole_se = float(np.sqrt(np.var(before) / len(before) + np.var(after) / len(after))) + WHOLE_BIAS
+    return float(np.mean(after) - np.mean(before)), whole_se
+
+
+def _window_step(frame: pl.DataFrame, column: str, day: int, window: int) -> tuple[float, float] | None:
+    """Median across units of each unit's log step between the `window` days before and after `day`."""
+    near = (pl.col("day") >= day - window) & (pl.col("day") < day + window) & (pl.col(column) > 0)
+    logged = pl.col(column).cast(pl.Float64).log()
+    per_unit = (
+        frame.filter(near)
+        .group_by("unit_id")
+        .agg(
+            logged.filter(pl.col("day") >= day).median().alias("after"),
+            logged.filter(pl.col("day") < day).median().alias("before"),
+        )
+        .drop_nulls()
+    )
+    steps = per_unit["after"].to_numpy() - per_unit["before"].to_numpy()
+    if len(steps) < MIN_UNITS_FOR_STEP:
+        return None
+    median = float(np.median(steps))
+    return median, 1.25 * 1.4826 * float(np.median(np.abs(steps - median))) / np.sqrt(len(steps))
 
 
 def _unit_step(frame: pl.DataFrame, column: str, day: int, pooled: float, pooled_se: float) -> tuple[float, float]:

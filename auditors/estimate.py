@@ -139,6 +139,10 @@ class ChildModel:
         self.nuisance = calendar_columns(contract, rows.day) if v.role == "volume" else np.zeros((len(rows.y), 0))
         self.theta: dict[str, float] = {}
         self.levels = {v.name: v.levels for v in contract.variables if v.dtype == "categorical"}
+        self.roots = {v.name for v in contract.variables} - {e.child for e in contract.edges}
+
+    def is_root(self, name: str) -> bool:
+        return name in self.roots
 
     def x(self, e: Edge) -> np.ndarray:
         values = self.rows.parents[e.parent]
@@ -299,7 +303,10 @@ def recover_phenomena(ds: Dataset, contract: Contract, kinds: set[str] | None = 
                 values[ph.id] = float("nan")
                 continue
             first, second = fit.day < half, fit.day >= half
-            deltas = {p: float(c[second].mean() - c[first].mean()) for p, c in fit.contributions.items()}
+            # Only time-varying parents drive a change; a unit attribute moves a mean only through which
+            # units report in each half.
+            drivers = {p: c for p, c in fit.contributions.items() if _grain(contract, p) != "unit"}
+            deltas = {p: float(c[second].mean() - c[first].mean()) for p, c in drivers.items()}
             total = sum(deltas.values())
             values[ph.id] = deltas.get(parent, float("nan")) / total if total else float("nan")
     return found

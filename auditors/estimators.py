@@ -25,6 +25,15 @@ THRESHOLD_QUANTILES = np.linspace(0.02, 0.98, 97)  # step locations are scanned 
 SATURATION_SCALES = np.linspace(0.1, 4.0, 79)  # curve scales scanned, in parent sd
 
 
+def _carried(panel: np.ndarray) -> np.ndarray:
+    """Each unit's last reported value carried forward over the days it was not reported."""
+    filled = panel.copy()
+    for t in range(1, filled.shape[1]):
+        gap = np.isnan(filled[:, t])
+        filled[gap, t] = filled[gap, t - 1]
+    return filled
+
+
 class Estimator:
     kind: ClassVar[str]
     scans: ClassVar[bool] = False  # a nonlinear parameter found by scanning
@@ -91,9 +100,14 @@ class Lag(Estimator):
         panel = rows.panels.get(e.parent)
         if panel is None:
             return np.full((len(rows.y), 1), np.nan)
-        # Before the first `lag` days the cause is unobserved: hold it at its mean, as the generation does.
-        lagged = np.full_like(panel, np.nanmean(panel))
-        lagged[:, lag:] = panel[:, : panel.shape[1] - lag] if lag else panel
+        # Before the first `lag` days, and on days the cause was not reported (closed days), it is unknown:
+        # a series that exists every day (weather, a rate, a lever) carries its last value over; activity
+        # that did not happen is held at its mean, as the generation treats it.
+        mean = np.nanmean(panel)
+        known = _carried(panel) if model.is_root(e.parent) else panel
+        lagged = np.full_like(panel, mean)
+        lagged[:, lag:] = known[:, : panel.shape[1] - lag] if lag else known
+        lagged = np.where(np.isnan(lagged), mean, lagged)
         return lagged[rows.unit_index, rows.day][:, None]
 
     def candidates(self, model, e):

@@ -91,7 +91,7 @@ def _drift(daily: pl.DataFrame, column: str) -> float:
 
 DOWN_WORDS = ("fall", "drop", "slip", "declin", "lower", "worse", "shrink", "fewer", "less", "sink", "cut")
 UP_WORDS = ("rise", "rising", "grow", "increas", "higher", "more", "climb", "longer", "slower", "pil", "spike", "doubl")
-STRENGTH_GUESS = 0.67  # the geometric middle of the generator's published effect sizes (0.3 to 1.5 sd)
+STRENGTH_GUESS = 0.71  # the geometric middle of the generator's published effect sizes (0.25 to 2 sd)
 TYPICAL_CHANGE = 0.15  # a round guess at how much a worrying measure moved
 
 

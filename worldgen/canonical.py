@@ -169,7 +169,8 @@ def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:
         raise RuntimeError("an event variable was scheduled before its events exist")
     latent = _latent(ctx, v, edges)
     if v.role == "volume":
-        rate = np.where(ctx.is_open, latent, 0.0)
+        lo = max(v.min if v.min is not None else 0.0, MIN_VOLUME_RATE)
+        rate = np.where(ctx.is_open, np.clip(latent, lo, v.max if v.max is not None else np.inf), 0.0)
         counts = ctx.rng.poisson(rate).astype(np.int64)
         ctx.outputs.setdefault("panel", {})[v.name] = counts.reshape(-1)
         ctx.outputs["panel"][f"{v.name}_expected"] = rate.reshape(-1)
@@ -211,18 +212,16 @@ def _latent(ctx: Step, v: Variable, edges: list[Edge]) -> np.ndarray:
     """One variable's level on its grid: a root pattern, or mean + sum of edge contributions (+ the calendar
     for the volume). Observation noise comes after, in `_reported`."""
     if not edges:
-        unit_region = ctx.state.column("units", "region")
-        return draw_root(v, ctx.grid, ctx.contract, ctx.rng, unit_region)
-    total = np.full(ctx.grid.shape(v.grain), v.mean)
-    for e in sorted(edges, key=lambda e: e.parent):
-        contribution = _contribution(ctx, e, v)
-        ctx.state.contributions.setdefault(v.name, {})[e.parent] = contribution  # for targets and tolerances
-        total = total + contribution
+        total = draw_root(v, ctx.grid, ctx.contract, ctx.rng, ctx.state.column("units", "region"))
+    else:
+        total = np.full(ctx.grid.shape(v.grain), v.mean)
+        for e in sorted(edges, key=lambda e: e.parent):
+            contribution = _contribution(ctx, e, v)
+            ctx.state.contributions.setdefault(v.name, {})[e.parent] = contribution  # for targets and tolerances
+            total = total + contribution
     if v.role == "volume":
         calendar = offsets(ctx.contract.calendar, ctx.contract.timeline.start, ctx.grid.periods).sum(axis=1)
         total = total + v.mean * calendar[None, :]
-        lo = max(v.min if v.min is not None else 0.0, MIN_VOLUME_RATE)
-        return np.clip(total, lo, v.max if v.max is not None else np.inf)
     return total
 
 

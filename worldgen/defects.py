@@ -156,10 +156,15 @@ class ReportingDelay(Defect):
     max_days: int
     after_day: int = -1  # only entries dated after this day are delayed (a log's opening rows are not late)
     step: int = 1  # units of the column per day: 1 for day numbers, 86400 for timestamps in seconds
+    # Days an entry may not be delayed from: a row posted across the day its system switched units would
+    # carry old units into the new period, an error no analyst could tell from a real value.
+    avoid: tuple[int, ...] = ()
     kind: ClassVar[str] = "delay"
 
     def apply(self, df, rng):
-        eligible = np.flatnonzero((df[self.column] > self.after_day).fill_null(False).to_numpy())
+        day = df[self.column] // self.step
+        allowed = (df[self.column] > self.after_day).fill_null(False) & ~day.is_in(list(self.avoid)).fill_null(False)
+        eligible = np.flatnonzero(allowed.to_numpy())
         rows = np.sort(eligible[_pick(rng, len(eligible), self.rate)]) if len(eligible) else eligible
         days = rng.integers(1, self.max_days + 1, size=len(rows))
         values = (df[self.column].gather(rows) + pl.Series(days * self.step)).to_list()

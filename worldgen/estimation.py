@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contracts.calendar import offsets
+from contracts.calendar import date_factors, months, weekdays
 from contracts.model import Contract, Edge
 from worldgen.canonical import CanonicalState, table_of
 from worldgen.mechanisms import Mechanism, saturation_curve, shift_periods
@@ -59,13 +59,16 @@ class Fit:
         size = abs(mechanism.effect_size(e.params) or planted)
         return float(planted * self.coef[j]), float(np.sqrt(max(self.cov[j, j], 0.0)) * size)
 
-    def shares(self, half: int) -> tuple[dict[str, float], dict[str, float]]:
-        """Each parent's fitted contribution to the H1 -> H2 change, and the standard error of its share."""
+    def shares(self, half: int, drivers: set[str]) -> tuple[dict[str, float], dict[str, float]]:
+        """Each driver's fitted contribution to the H1 -> H2 change, and the standard error of its share.
+
+        Drivers are the time-varying parents: a unit attribute moves a child's mean only through which
+        units happen to report in each half, a few missing rows' worth of noise, so it is no driver."""
         late, early = self.day >= half, self.day < half
         if not late.any() or not early.any():
             return {}, {}
         g = self.X[late].mean(axis=0) - self.X[early].mean(axis=0)
-        parents = sorted({o for o in self.owner if o})
+        parents = sorted({o for o in self.owner if o} & drivers)
         deltas = {p: float(g[self.columns(p)] @ self.coef[self.columns(p)]) for p in parents}
         total = sum(deltas.values())
         if abs(total) < 1e-12:
@@ -122,20 +125,41 @@ def fit_child(contract: Contract, state: CanonicalState, child: str) -> Fit | No
             columns.append(c)
             owner.append(parent)
     v = contract.variable(child)
-    if v.role == "volume":  # the calendar moves the volume too: a nuisance, not a driver
-        calendar = v.mean * offsets(contract.calendar, contract.timeline.start, contract.timeline.periods)
-        for k in range(calendar.shape[1]):
-            columns.append(calendar[day, k])
+    if v.role == "volume":  # the calendar moves the volume too: a nuisance, controlled for as an analyst would
+        for column in _calendar_dummies(contract, day):
+            columns.append(column)
             owner.append("")
     X = np.column_stack(columns)
     ok = np.isfinite(X).all(axis=1)
     if ok.sum() <= X.shape[1] + MIN_ROWS:
         return None
     rows, y, day, X = rows[ok], y[ok], day[ok], X[ok]
-    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
-    sigma2 = float(np.sum((y - X @ coef) ** 2)) / (len(y) - X.shape[1])
-    cov = sigma2 * np.linalg.pinv(X.T @ X)
+    # Measurements clipped at a bound say "at least", not "equal": the fit leaves them out (so does the
+    # auditor), while shares still count every reported value.
+    fitted = _uncensored(v, y)
+    coef, *_ = np.linalg.lstsq(X[fitted], y[fitted], rcond=None)
+    sigma2 = float(np.sum((y[fitted] - X[fitted] @ coef) ** 2)) / (int(fitted.sum()) - X.shape[1])
+    cov = sigma2 * np.linalg.pinv(X[fitted].T @ X[fitted])
     return Fit(child, rows, y, day, X, owner, coef, cov, v.observe == "rolling")
+
+
+def _uncensored(v, y: np.ndarray) -> np.ndarray:
+    keep = np.ones(len(y), dtype=bool)
+    if v.observe in ("value", "duration") and v.role != "volume":
+        for bound in (v.min, v.max):
+            if bound is not None:
+                keep &= ~np.isclose(y, bound, rtol=0, atol=1e-9)
+    return keep
+
+
+def _calendar_dummies(contract: Contract, day: np.ndarray) -> list[np.ndarray]:
+    """Weekday and month dummies and the dated events' factor, as the auditor controls for the calendar."""
+    start, periods = contract.timeline.start, contract.timeline.periods
+    weekday, month = weekdays(start, periods)[day], months(start, periods)[day]
+    columns = [(weekday == w).astype(float) for w in np.unique(weekday)[1:]]
+    columns += [(month == m).astype(float) for m in np.unique(month)[1:]]
+    dated = date_factors(contract.calendar, start, periods)[day] - 1.0
+    return columns + ([dated] if np.any(dated != 0) else [])
 
 
 def profile_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Edge) -> float | None:

@@ -25,9 +25,10 @@ Params = dict[str, Any]
 Arrays = Mapping[str, np.ndarray]
 
 # Each edge moves its child by this many child standard deviations, drawn log-uniformly: strong enough to be
-# found in a year of noisy daily data, and spread over a factor of five so that no prior guesses it.
-STRENGTH = (0.3, 1.5)
-BUSINESS_SHARE = 0.15  # an effect reported within 15% of its size is right (unless the data allow less)
+# found in a year of noisy daily data, and spread over a factor of eight so that no prior guesses it.
+STRENGTH = (0.25, 2.0)
+BINARY_SD = 0.5  # the spread of a flag that is on half the time: a flag's effect is sized on it
+BUSINESS_SHARE = 0.1  # an effect reported within 10% of its size is right (unless the data allow less)
 
 
 @dataclass(frozen=True)
@@ -414,6 +415,9 @@ def resolve(kind: str, draw: dict, sign: str, parent: Scale, extra: dict[str, Sc
     Deterministic in the draw's seed, so the contract alone regenerates them.
     """
     child = Scale(mean=draw["child_mean"], sd=draw["child_sd"])
-    params = MECHANISMS[kind].sample_params(parent, child, sign, np.random.default_rng(draw["seed"]), **extra)
+    # A flag's natural step is from off to on: its effect is sized per switch, whatever its realised spread
+    # (a flag that is rarely on has a small sd, and dividing by it would make its switch enormous).
+    seen = Scale(parent.mean, BINARY_SD, parent.levels, True) if parent.binary else parent
+    params = MECHANISMS[kind].sample_params(seen, child, sign, np.random.default_rng(draw["seed"]), **extra)
     params["parent_sd"] = rounded(parent.sd)
     return params

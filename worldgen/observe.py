@@ -257,7 +257,8 @@ class _DefectPlanner:
                 switch = self.day_in(UNIT_SWITCH_WINDOW)
                 defects.append(UnitDrift(c.name, date, switch, v.alt_unit.factor, v.unit, v.alt_unit.name, v.decimals))
         if self.d is _first_panel(self.contract):
-            defects.append(ReportingDelay(date, s.rate(LATE_POSTING_RATE), 1))
+            switches = tuple(sorted({x.from_day - 1 for x in defects if isinstance(x, UnitDrift)}))
+            defects.append(ReportingDelay(date, s.rate(LATE_POSTING_RATE), 1, avoid=switches))
         return defects
 
     def feedback_file(self) -> list[Defect]:

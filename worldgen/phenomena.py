@@ -40,6 +40,9 @@ LOCATED_BOUND_SD = 1.0  # a step or bend located no better than +-1 parent sd is
 LAG_BOUND_DAYS = 3.0  # a delay known no better than +-3 days is not known (auditor's bound)
 SEASONAL_BOUND = 0.3  # a seasonal swing known no better than +-0.3 is not known (auditor's bound)
 SHARE_BOUND = 0.3  # shares known no better than +-30 points are not known (auditor's bound)
+REALISED_RANGE = (0.5, 1.5)  # a mean-preserving report carries an effect at 0.5x to 1.5x its planted size
+SCALE_REALISED_LOW = 0.3  # a rating scale's ends flatten effects more, down to 0.3x
+LOCATED_KINDS = ("threshold", "saturation", "lag", "seasonal")  # shapes a share depends on being right
 
 
 def seal(contract: Contract, state: CanonicalState) -> Contract:
@@ -51,7 +54,8 @@ def seal(contract: Contract, state: CanonicalState) -> Contract:
         edge.note = f"{edge.note}: {summary}" if edge.note else summary
     fits = {child: fit_child(sealed, state, child) for child in sorted({e.child for e in sealed.edges})}
     effects, unidentified = edge_phenomena(sealed, state, fits)
-    sealed.phenomena = effects + _period_changes(sealed, state) + _attributions(sealed, fits)
+    unsure = {u.edge for u in unidentified}
+    sealed.phenomena = effects + _period_changes(sealed, state) + _attributions(sealed, fits, unsure)
     sealed.unidentified = unidentified
     for entity in sealed.entities:
         entity.count = len(state.column(entity.table, entity.key))
@@ -76,7 +80,7 @@ def edge_phenomena(
         if stat in LINEAR_STATISTICS:
             target, se = fit.realised(e, mechanism)
             tol = max(mechanism.business_share * abs(target), STANDARD_ERRORS * se)
-            identified = math.isfinite(tol) and tol < abs(target)
+            identified = math.isfinite(tol) and tol < abs(target) and _carried(e, fit, contract)
         else:
             tol = max(tol, profile_tolerance(contract, state, fit, e) or math.inf)
             identified = tol <= _bound(stat, e)
@@ -102,6 +106,17 @@ def edge_phenomena(
             )
         )
     return out, unidentified
+
+
+def _carried(e: Edge, fit: Fit, contract: Contract) -> bool:
+    """Whether the reported data carry the planted effect at about its size. A measurement clipped at its
+    range's end for most rows where the cause acts (a cause that pushes the child to zero) does not: the
+    unclipped rows barely see the cause, and what they show is not the planted effect."""
+    if e.kind == "categorical":
+        return True
+    j = fit.columns(e.parent)[0]
+    low = REALISED_RANGE[0] if contract.variable(e.child).observe != "scale" else SCALE_REALISED_LOW
+    return low <= fit.coef[j] <= REALISED_RANGE[1]
 
 
 def _id(e: Edge) -> str:
@@ -164,15 +179,20 @@ def _period_changes(contract: Contract, state: CanonicalState) -> list[Phenomeno
     return out
 
 
-def _attributions(contract: Contract, fits: dict[str, Fit | None]) -> list[Phenomenon]:
-    """Each parent's share of a cause-task candidate's change, when it is material and does not cancel."""
+def _attributions(contract: Contract, fits: dict[str, Fit | None], unsure: set[str]) -> list[Phenomenon]:
+    """Each parent's share of a cause-task candidate's change, when it is material and does not cancel, and
+    when every driver's effect is carried by the data (a share needs the shape of each effect to be right)."""
     half = contract.timeline.periods // 2
     out = []
     for node in cause_candidates(contract):
         fit = fits.get(node)
-        if fit is None:
+        drivers_in_doubt = [e for e in contract.edges if e.child == node and f"{e.parent}->{node}" in unsure]
+        if fit is None or any(e.kind in LOCATED_KINDS or not e.kind for e in drivers_in_doubt):
             continue
-        deltas, errors = fit.shares(half)
+        drivers = {e.parent for e in contract.edges if e.child == node and contract.variable(e.parent).grain != "unit"}
+        deltas, errors = fit.shares(half, drivers)
+        if len(deltas) < 1:
+            continue
         total = sum(deltas.values())
         material = abs(total) >= MATERIAL_CHANGE_SD * contract.variable(node).sd
         # Shares are only a finding when the change is material and its drivers do not largely cancel

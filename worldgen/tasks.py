@@ -29,7 +29,7 @@ from worldgen.phenomena import task_nodes
 NAME_POINTS = 1.0  # naming a driver or an effect (with its direction)
 NUMBER_POINTS = 2.0  # a share, a magnitude or the change: the computation is the analysis
 DOWNSTREAM_POINTS = 2.0  # an effect named as a cause (or a cause as an effect): a clear error
-ABSENT_POINTS = 1.0  # a plausible hypothesis this world does not have, named as if it held
+ABSENT_POINTS = 1.5  # a plausible hypothesis this world does not have, named as if it held (worse than a miss)
 CONFOUNDED_POINTS = 1.0  # a variable that only shares a cause with the question's variable
 UNRELATED_POINTS = 2.0  # any variable with no causal connection at all (charged once)
 REVERSED_POINTS = 1.0  # a real driver or effect named with the wrong direction
