@@ -342,6 +342,17 @@ def test_export_refuses_to_finish_when_its_scan_finds_hidden_truth(small_build, 
     assert not out.exists() and not list(tmp_path.iterdir()), "nothing is left behind"
 
 
+def test_an_answer_schema_the_exported_grader_cannot_judge_is_refused(small_build, tmp_path):
+    build = tmp_path / "build"
+    shutil.copytree(small_build, build)
+    for path in (build / "worlds").glob("*/tasks/*.json"):
+        task = json.loads(path.read_text())
+        task["answer_schema"]["properties"]["variable"]["minLength"] = 1
+        path.write_text(json.dumps(task))
+    result = run("export", "bench", "--from", build, "--out", tmp_path / "o", "--worlds", 1)
+    assert result.returncode == 2 and "minLength" in result.stderr and "rubrics/scoring.py" in result.stderr
+
+
 # --- properties -------------------------------------------------------------------------------------------
 
 

@@ -111,13 +111,11 @@ def scan_data(files: list[Path], world: World, where: str) -> list[str]:
 
 def scan_bytes(files: list[Path], needles: set[str], where: str) -> list[str]:
     """Search files for the strongest needles (criteria, ids): for a bench checked without its build."""
-    strong = sorted(n for n in needles if len(n) >= 12)
-    if not strong:
-        return []
-    pattern = re.compile(b"|".join(re.escape(n.encode()) for n in strong))
+    strong = [n.encode() for n in sorted(needles) if len(n) >= 12]
     problems = []
     for path in files:
-        match = pattern.search(path.read_bytes())
-        if match:
-            problems.append(f"{where}/{path.name}: holds hidden truth {match.group().decode(errors='replace')[:60]!r}")
+        content = path.read_bytes()
+        found = next((n for n in strong if n in content), None)  # one fast substring search per needle
+        if found is not None:
+            problems.append(f"{where}/{path.name}: holds hidden truth {found.decode(errors='replace')[:60]!r}")
     return problems

@@ -82,8 +82,8 @@ def export_pool(cfg: PoolConfig) -> PoolSummary:
         if not world.passes(None if cfg.strict else STRUCTURAL_CHECKS):
             skipped["audit"] += 1
             continue
-        tasks = [t for t in world.tasks if t.reference_score >= MIN_REFERENCE_SCORE]
-        skipped["unsolved_tasks"] += len(world.tasks) - len(tasks)
+        tasks = [world.task(t["task_id"]) for t in world.task_index if t["reference_score"] >= MIN_REFERENCE_SCORE]
+        skipped["unsolved_tasks"] += len(world.task_index) - len(tasks)
         if tasks:
             worlds.append((world, tasks))
     if not worlds:

@@ -30,8 +30,9 @@ class Pick:
 
 def deepest(world: World, kind: str) -> Task | None:
     """The world's `kind` task on the deepest variable (ties: the smallest task id), among solvable ones."""
-    candidates = [t for t in world.tasks if t.kind == kind and t.reference_score >= MIN_REFERENCE_SCORE]
-    return min(candidates, key=lambda t: (-world.depth(t), t.task_id), default=None)
+    candidates = [t for t in world.task_index if t["kind"] == kind and t["reference_score"] >= MIN_REFERENCE_SCORE]
+    best = min(candidates, key=lambda t: (-world.depth(t), t["task_id"]), default=None)
+    return None if best is None else world.task(best["task_id"])
 
 
 def eligible(worlds: list[World]) -> list[Pick]:

@@ -9,17 +9,55 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
-from contracts.errors import WorldgenError
+import jsonschema
+from pydantic import ValidationError
+
 from contracts.hashing import file_sha256
-from rubrics.grade import load_task
-from rubrics.model import Task
+from rubrics import scoring
+from rubrics.model import TASK_SCHEMA_VERSION, Task
 from worldgen.export import ExportError
 
 STRUCTURAL_CHECKS = ("contract", "ledger", "invariants", "projection")  # the files really are X + recorded defects
+
+
+def load_task(path: Path) -> Task:
+    """A task as rubrics.grade.load_task reads it (with the schema check cached: every task of a kind shares
+    one schema shape), refusing answer-schema keywords the exported grader (rubrics/scoring.py) lacks."""
+    raw = _read_json(path)
+    if not isinstance(raw, dict) or raw.get("schema_version") != TASK_SCHEMA_VERSION:
+        raise ExportError(f"{path}: not a task of schema_version {TASK_SCHEMA_VERSION!r}")
+    try:
+        task = Task.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ExportError(f"{path}: not a task: field {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    text = json.dumps(task.answer_schema, sort_keys=True)
+    problem = _schema_problem(text)
+    if problem:
+        raise ExportError(f"{path}: {problem}")
+    return task
+
+
+@lru_cache(maxsize=256)
+def _schema_problem(schema_text: str) -> str:
+    if "$ref" in schema_text or "$dynamicRef" in schema_text:
+        return "answer_schema may not reference other documents"
+    schema = json.loads(schema_text)
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return f"answer_schema is not a valid JSON Schema: {exc.message[:120]}"
+    unsupported = scoring.unsupported_keywords(schema)
+    if unsupported:
+        return (
+            f"answer_schema uses {', '.join(unsupported)}, which the exported grader (rubrics/scoring.py) does not "
+            "implement; add it there (and to its test against jsonschema) before exporting"
+        )
+    return ""
 
 
 def _read_json(path: Path) -> Any:
@@ -66,11 +104,23 @@ class World:
         return all(self.checks.get(n) == "pass" for n in names)
 
     @cached_property
-    def tasks(self) -> list[Task]:
-        try:
-            return [load_task(p) for p in sorted((self.path / "tasks").glob("*.json"))]
-        except WorldgenError as exc:
-            raise ExportError(str(exc)) from None
+    def task_index(self) -> list[dict]:
+        """Each task's id, kind, variable and reference score, read without validation (for selection)."""
+        index = []
+        for path in sorted((self.path / "tasks").glob("*.json")):
+            raw = _read_json(path)
+            try:
+                index.append({k: raw[k] for k in ("task_id", "kind", "variable", "reference_score")} | {"path": path})
+            except (KeyError, TypeError):
+                raise ExportError(f"{path}: not a task") from None
+        return index
+
+    def task(self, task_id: str) -> Task:
+        """One task, validated as `worldgen grade` validates it, and gradable by the exported grader."""
+        path = next((r["path"] for r in self.task_index if r["task_id"] == task_id), None)
+        if path is None:
+            raise ExportError(f"{self.path}: no task {task_id!r}")
+        return load_task(path)
 
     @cached_property
     def layer_of(self) -> dict[str, int]:
@@ -125,8 +175,11 @@ class World:
             "".join(f"{n}\0{h}\n" for n, h in sorted(self.observed_sha256.items())).encode()
         ).hexdigest()
 
-    def depth(self, task: Task) -> int:
-        return self.layer_of[task.variable]
+    def depth(self, task: Task | dict) -> int:
+        variable = task.variable if isinstance(task, Task) else task["variable"]
+        if variable not in self.layer_of:
+            raise ExportError(f"{self.path}: task variable {variable!r} is not in contract.json")
+        return self.layer_of[variable]
 
 
 @dataclass
