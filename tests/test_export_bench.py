@@ -401,6 +401,7 @@ BAD_BENCH = {
     "too-many-worlds": lambda tmp, build: ["--from", build, "--out", tmp / "o", "--worlds", 7],
     "bad-name": lambda tmp, build: ["--from", build, "--out", tmp / "o", "--name", "no slash"],
     "out-is-a-file": lambda tmp, build: ["--from", build, "--out", Path(__file__)],
+    "out-inside-the-build": lambda tmp, build: ["--from", build, "--out", build / "bench", "--worlds", 1],
 }
 
 

@@ -69,6 +69,7 @@ def world_tokens(world_ids: list[str]) -> dict[str, str]:
 def export_bench(cfg: BenchConfig) -> BenchSummary:
     validate(cfg)
     build = open_build(cfg.source)
+    fs.refuse_inside(cfg.out, cfg.source, "--from")
     candidates = eligible(build.worlds)
     picks = choose(candidates, cfg.worlds, cfg.seed)
     tokens = world_tokens([p.world.world_id for p in picks])

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import rubrics.scoring
 from worldgen.export import ExportError, leaks
 from worldgen.export import files as fs
 from worldgen.export.source import open_build
@@ -256,6 +257,16 @@ def check_task(task_dir: Path, scratch: Path, world=None) -> TaskReport:
 
 def task_dirs(bench: Path) -> list[Path]:
     return sorted(p for p in bench.iterdir() if p.is_dir() and (p / "task.toml").is_file())
+
+
+def scoring_drift(tasks: list[Path]) -> list[str]:
+    """Tasks whose tests/scoring.py is not this worldgen's rubrics/scoring.py (exported by another version)."""
+    ours = Path(rubrics.scoring.__file__).read_bytes()
+    return [
+        t.name
+        for t in tasks
+        if (t / "tests" / "scoring.py").is_file() and (t / "tests" / "scoring.py").read_bytes() != ours
+    ]
 
 
 def check_bench(bench: Path, source: Path | None = None) -> tuple[list[TaskReport], list[str]]:

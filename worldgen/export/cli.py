@@ -79,9 +79,15 @@ def add_check(p: argparse.ArgumentParser) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from worldgen.export.check import check_bench
+    from worldgen.export.check import check_bench, scoring_drift, task_dirs
 
     reports, problems = check_bench(args.bench, args.source)
+    drifted = scoring_drift(task_dirs(args.bench))
+    if drifted:
+        print(
+            f"note: {len(drifted)} task(s) grade with another version of rubrics/scoring.py than this worldgen's "
+            f"(e.g. {drifted[0]}); their rewards are that version's"
+        )
     failed = [r for r in reports if r.problems]
     for report in failed:
         for problem in report.problems:

@@ -107,5 +107,8 @@ def harbor_digest(task_dir: Path) -> str:
     return "sha256:" + hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+def refuse_inside(out: Path, other: Path, flag: str) -> None:
+    """An export may not be written into (or over) its source build or a bench it reads."""
+    out, other = out.resolve(), other.resolve()
+    if out == other or other in out.parents or out in other.parents:
+        raise ExportError(f"--out {out} overlaps {flag} {other}; give a directory of its own")

@@ -65,9 +65,9 @@ def export_pool(cfg: PoolConfig) -> PoolSummary:
     benches = [read_bench(p) for p in cfg.exclude]
     test_ids = {w["world_id"] for b in benches for w in b["test"]}
     test_content = {w.get("observed_sha256"): w["world_id"] for b in benches for w in b["test"]}
-    for out_path in cfg.exclude:
-        if cfg.out.resolve() == out_path.resolve() or out_path.resolve() in cfg.out.resolve().parents:
-            raise ExportError(f"--out {cfg.out} is inside the bench {out_path}; give a directory of its own")
+    fs.refuse_inside(cfg.out, cfg.source, "--from")
+    for bench in cfg.exclude:
+        fs.refuse_inside(cfg.out, bench, "--exclude")
     skipped = {"bench": 0, "audit": 0, "unsolved_tasks": 0}
     worlds: list[tuple[World, list]] = []
     for world in build.worlds:
