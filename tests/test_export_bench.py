@@ -300,6 +300,11 @@ def test_the_llm_judge_decides_item_by_item_as_worldgen_grade_does(bench, small_
     assert failed["llm_judge_failed"] == 1.0 and "reward_llm" not in failed and failed["reward"] == 0.0
 
 
+def test_the_judge_budget_fits_inside_the_verifier_timeout():
+    budget = float(re.search(r"^JUDGE_BUDGET = ([0-9.]+)", harbor.VERIFIER_SOURCE.read_text(), re.M).group(1))
+    assert budget + 60 <= harbor.VERIFIER_TIMEOUT_SEC, "the rules reward must be final before Harbor kills test.sh"
+
+
 # --- check ------------------------------------------------------------------------------------------------
 
 

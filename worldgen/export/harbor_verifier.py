@@ -29,8 +29,9 @@ import scoring  # noqa: E402  (tests/scoring.py, beside this file)
 
 MAX_ANSWER_BYTES = 10_000_000  # a structured answer is a few kilobytes; larger files are refused, not parsed
 MAX_REPORT_BYTES = 1_000_000
-JUDGE_TIMEOUT = 60.0
+JUDGE_TIMEOUT = 60.0  # per request
 JUDGE_RETRIES = 3  # on 408/409/429/5xx and connection errors, with exponential back-off (as the SDK does)
+JUDGE_BUDGET = 420.0  # seconds for all judge calls: well inside task.toml's verifier timeout (600 s)
 ZERO = {"reward": 0.0, "computation": 0.0, "insight": 0.0, "negatives_triggered": 0.0}
 
 
@@ -72,7 +73,7 @@ def rules(spec: dict, answer_path: str) -> tuple[dict, dict]:
     return {"reward": graded["score"], **scoring.sub_scores(spec["rubric"], decisions)}, graded
 
 
-def ask(url: str, key: str, model: str, question: str) -> bool:
+def ask(url: str, key: str, model: str, question: str, deadline: float) -> bool:
     import urllib.error  # only when the LLM judge runs: keeps the rules judge's start-up fast
     import urllib.request
 
@@ -86,9 +87,12 @@ def ask(url: str, key: str, model: str, question: str) -> bool:
     ).encode()
     headers = {"content-type": "application/json", "x-api-key": key, "anthropic-version": "2023-06-01"}
     for attempt in range(JUDGE_RETRIES + 1):
+        left = deadline - time.monotonic()
+        if left <= 1:
+            raise RuntimeError(f"the judge's time budget ({JUDGE_BUDGET:.0f}s) ran out")
         try:
             request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-            with urllib.request.urlopen(request, timeout=JUDGE_TIMEOUT) as response:
+            with urllib.request.urlopen(request, timeout=min(JUDGE_TIMEOUT, left)) as response:
                 message = json.loads(response.read())
             break
         except urllib.error.HTTPError as exc:
@@ -98,8 +102,9 @@ def ask(url: str, key: str, model: str, question: str) -> bool:
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             if attempt == JUDGE_RETRIES:
                 raise RuntimeError(f"cannot reach the judge: {exc}") from None
-        time.sleep(min(8.0, 0.5 * 2**attempt))
-    text = "".join(b.get("text", "") for b in message.get("content", []) if isinstance(b, dict))
+        time.sleep(min(8.0, 0.5 * 2**attempt, max(0.0, deadline - time.monotonic())))
+    blocks = message.get("content", []) if isinstance(message, dict) else []
+    text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str))
     verdict = scoring.judge_verdict(text)
     if verdict is None:
         raise RuntimeError(f"the judge gave no YES/NO: {text.strip()[:40]!r}")
@@ -119,15 +124,20 @@ def llm(spec: dict, report_path: str) -> tuple[dict, dict]:
     base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
     model = os.environ.get("WORLDGEN_JUDGE_MODEL") or scoring.DEFAULT_JUDGE_MODEL
     url = base.rstrip("/") + "/v1/messages"
+    deadline = time.monotonic() + JUDGE_BUDGET
     try:
         decisions = {
             item["id"]: ask(
-                url, key, model, scoring.judge_question(spec["prompt"], item["polarity"], item["criterion"], report)
+                url,
+                key,
+                model,
+                scoring.judge_question(spec["prompt"], item["polarity"], item["criterion"], report),
+                deadline,
             )
             for item in spec["rubric"]
         }
-    except RuntimeError as exc:
-        print(f"verifier: LLM judge failed ({exc}); reward_llm left out")
+    except Exception as exc:  # whatever the judge does, the rules reward stands
+        print(f"verifier: LLM judge failed ({type(exc).__name__}: {exc}); reward_llm left out")
         return {"llm_judge_failed": 1.0}, {}
     graded = scoring.result(spec, decisions, [])
     print(f"verifier: LLM judge score {graded['score']} ({model})")
@@ -148,13 +158,17 @@ def main() -> int:
         with open(os.path.join(HERE, "rubric.json"), encoding="utf-8") as f:
             spec = json.load(f)
         reward, graded = rules(spec, where["answer"])
-        extra, judged = llm(spec, where["report"])
     except Exception as exc:  # the reward file is written on every path; the cause is printed
         print(f"verifier: internal error ({type(exc).__name__}: {exc}); reward 0")
         write(where["logs"], "reward.json", ZERO)
         return 1
-    write(where["logs"], "grading.json", {"rules": graded, "llm": judged})
-    write(where["logs"], "reward.json", {**reward, **extra})
+    # the rules reward is on disk before any network call, so a verifier killed mid-judge still has it
+    write(where["logs"], "grading.json", {"rules": graded})
+    write(where["logs"], "reward.json", reward)
+    extra, judged = llm(spec, where["report"])
+    if extra:
+        write(where["logs"], "grading.json", {"rules": graded, "llm": judged})
+        write(where["logs"], "reward.json", {**reward, **extra})
     return 0
 
 
