@@ -42,7 +42,7 @@ def readme(cfg, build, records: list[dict], n_eligible: int) -> str:
         f"{cfg.seed} round-robin over domains.",
         f"- Source build: seed {settings.get('seed')}, size `{settings.get('size')}`, defect scale "
         f"{settings.get('defect_scale')}, persona pool sha256 `{str(settings.get('personas_sha256', ''))[:12]}`.",
-        "- Task per world: the deepest cause and consequence questions (difficulty = the variable's layer in the "
+        "- Tasks per world: the deepest cause and consequence questions (difficulty = the variable's layer in the "
         "world's dependency graph).",
         "- Training split: every other world of the build (`splits.json`), world-disjoint from these.",
         "",
