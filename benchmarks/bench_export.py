@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,10 +26,14 @@ from pathlib import Path
 WORLDGEN = str(Path(sys.executable).with_name("worldgen"))
 
 
-def timed(*args: str) -> float:
+def timed(*args: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the command and its children): CPU time is robust to a busy machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run([WORLDGEN, *args], check=True, capture_output=True)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def sizes(root: Path) -> tuple[int, int, int]:
@@ -60,7 +65,7 @@ def main() -> None:
     build = args.build
     if build is None:
         build = scratch / "build"
-        seconds = timed(
+        seconds, _ = timed(
             "build",
             "--n",
             str(args.n),
@@ -74,9 +79,10 @@ def main() -> None:
         )
         print(f"built {args.n} default worlds in {seconds:.0f}s")
     n_worlds = sum(1 for _ in (build / "worlds").iterdir())
+    load = os.getloadavg()[0]
     bench = scratch / "bench"
     rows = []
-    seconds = timed(
+    seconds, cpu = timed(
         "export",
         "bench",
         "--from",
@@ -89,23 +95,24 @@ def main() -> None:
         str(args.seed),
     )
     files, apparent, disk = sizes(bench)
-    rows.append(["export bench", f"{seconds:.1f}", files, mib(apparent), mib(disk)])
-    seconds = timed("export", "check", str(bench))
-    rows.append(["export check", f"{seconds:.1f}", "", "", ""])
+    rows.append(["export bench", f"{seconds:.1f}", f"{cpu:.1f}", files, mib(apparent), mib(disk)])
+    seconds, cpu = timed("export", "check", str(bench))
+    rows.append(["export check", f"{seconds:.1f}", f"{cpu:.1f}", "", "", ""])
     for fmt in args.formats.split(","):
         pool = scratch / f"pool-{fmt}"
-        seconds = timed(
+        seconds, cpu = timed(
             "export", "pool", "--from", str(build), "--out", str(pool), "--format", fmt, "--exclude", str(bench)
         )
         files, apparent, disk = sizes(pool)
-        rows.append([f"export pool --format {fmt}", f"{seconds:.1f}", files, mib(apparent), mib(disk)])
+        rows.append([f"export pool --format {fmt}", f"{seconds:.1f}", f"{cpu:.1f}", files, mib(apparent), mib(disk)])
     manifest = json.loads((bench / "sample_manifest.json").read_text())
     pool_rows = json.loads((scratch / f"pool-{args.formats.split(',')[0]}" / "pool.json").read_text())["rows"]
 
     print(
         f"\nbuild: {build} ({n_worlds} worlds); bench: {len(manifest)} tasks; pool: {pool_rows} rows; cores: {os.cpu_count()}\n"
     )
-    print("| command | seconds | files | MiB (all files) | MiB on disk |\n|---|---|---|---|---|")
+    print(f"load average before the exports: {load:.1f} (wall time grows with it; CPU time hardly does)\n")
+    print("| command | wall s | CPU s | files | MiB (all files) | MiB on disk |\n|---|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(str(c) for c in row) + " |")
     domains = Counter(r["domain"] for r in manifest if r["kind"] == "cause")

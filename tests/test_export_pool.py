@@ -202,6 +202,19 @@ def test_compute_score_never_raises_on_model_text(exported, text):
     assert extract_answer(text) is None or isinstance(extract_answer(text), dict)
 
 
+def test_the_pool_filters_worlds_by_audit_loosely_and_strict_on_request(exported, small_build, tmp_path):
+    from worldgen.export.pool import PoolConfig, export_pool
+
+    audits = {w.name: json.loads((w / "audit.json").read_text()) for w in (small_build / "worlds").iterdir()}
+    loose = {w["world_id"] for w in json.loads((exported["jsonl"] / "pool.json").read_text())["worlds"]}
+    export_pool(PoolConfig(small_build, tmp_path / "strict", "jsonl", (exported["bench"],), strict=True))
+    strict = {w["world_id"] for w in json.loads((tmp_path / "strict" / "pool.json").read_text())["worlds"]}
+    assert strict == {w for w in loose if audits[w]["verdict"] == "pass"} and strict < loose
+    structural = ("contract", "ledger", "invariants", "projection")
+    for world in loose:
+        assert all(c["status"] == "pass" for c in audits[world]["checks"] if c["name"] in structural)
+
+
 def test_pool_export_is_deterministic(exported, small_build, tmp_path):
     again = tmp_path / "again"
     assert (
