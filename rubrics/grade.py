@@ -2,7 +2,7 @@
 
 The rules judge decides each item with its machine check on the structured answer. The `anthropic` judge
 (rubrics/judge_anthropic.py) decides each item's criterion from a free-text report instead. Both return
-`{"score": float, "items": [...]}`; scoring is `rubrics.model.score` either way.
+`{"score": float, "items": [...]}`; scoring is `rubrics.scoring` either way (the code the exports ship).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import jsonschema
 from pydantic import ValidationError
 
 from contracts.errors import WorldgenError
-from rubrics.model import TASK_SCHEMA_VERSION, Task, holds, score
+from rubrics import scoring
+from rubrics.model import TASK_SCHEMA_VERSION, Task, holds
 
 
 class GradeError(WorldgenError):
@@ -62,25 +63,12 @@ def schema_problems(task: Task, answer: dict[str, Any]) -> list[str]:
 
 def sanitise(task: Task, answer: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Drop list entries the schema rejects and repeated variables (the first entry counts), reporting both."""
-    problems = schema_problems(task, answer)
-    clean = dict(answer)
-    for key in ("drivers", "effects"):
-        entries = answer.get(key)
-        if not isinstance(entries, list):
-            continue
-        item_schema = task.answer_schema.get("properties", {}).get(key, {}).get("items", {})
-        validator = jsonschema.Draft202012Validator(item_schema)
-        kept, seen = [], set()
-        for entry in entries:
-            if not validator.is_valid(entry):
-                continue
-            if entry["variable"] in seen:
-                problems.append(f"{key}: {entry['variable']!r} listed more than once; only the first entry counts")
-                continue
-            seen.add(entry["variable"])
-            kept.append(entry)
-        clean[key] = kept
-    return clean, problems
+    clean, notes = scoring.sanitise(task.answer_schema, answer, _jsonschema_test)
+    return clean, schema_problems(task, answer) + notes
+
+
+def _jsonschema_test(schema: Any):
+    return jsonschema.Draft202012Validator(schema).is_valid
 
 
 def grade_rules(task: Task, answer: dict[str, Any]) -> dict[str, Any]:
@@ -91,23 +79,8 @@ def grade_rules(task: Task, answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def _result(task: Task, decisions: dict[str, bool], problems: list[str]) -> dict[str, Any]:
-    items = [
-        {
-            "id": i.id,
-            "polarity": i.polarity,
-            "kind": i.kind,
-            "points": i.points,
-            "decision": bool(decisions.get(i.id)),
-            "criterion": i.criterion,
-        }
-        for i in task.rubric
-    ]
-    return {
-        "task_id": task.task_id,
-        "score": round(score(task.rubric, decisions), 6),
-        "items": items,
-        "schema_problems": problems,
-    }
+    spec = {"task_id": task.task_id, "rubric": [item.model_dump() for item in task.rubric]}
+    return scoring.result(spec, decisions, problems)
 
 
 def grade(

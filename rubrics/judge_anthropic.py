@@ -12,14 +12,12 @@ import json
 import os
 from pathlib import Path
 
+from rubrics import scoring
 from rubrics.grade import GradeError
 from rubrics.model import RubricItem, Task
 
-DEFAULT_MODEL = "claude-sonnet-4-6"
-SYSTEM = (
-    "You grade a data-analysis report against one rubric criterion. Decide only whether the report does what "
-    "the criterion describes; ignore everything else in it. Reply with exactly one word: YES or NO."
-)
+DEFAULT_MODEL = scoring.DEFAULT_JUDGE_MODEL
+SYSTEM = scoring.JUDGE_SYSTEM  # the prompt text lives in rubrics/scoring.py, shared with the exported grader
 
 
 class AnthropicJudge:
@@ -64,24 +62,23 @@ class AnthropicJudge:
         cached = self.cache_dir / f"{key}.json"
         if cached.is_file():
             return bool(json.loads(cached.read_text())["decision"])
-        question = (
-            f"Task given to the analyst:\n{task.prompt}\n\n"
-            f"Criterion ({'an error to detect' if item.polarity == 'negative' else 'a finding to credit'}):\n{item.criterion}\n\n"
-            f"Report:\n{report}\n\nDoes the report do what the criterion describes? Answer YES or NO."
-        )
+        question = scoring.judge_question(task.prompt, item.polarity, item.criterion, report)
         try:
             self.calls += 1
             response = self.client.messages.create(
-                model=self.model, max_tokens=5, system=SYSTEM, messages=[{"role": "user", "content": question}]
+                model=self.model,
+                max_tokens=scoring.JUDGE_MAX_TOKENS,
+                system=SYSTEM,
+                messages=[{"role": "user", "content": question}],
             )
         except self.errors as exc:
             raise GradeError(
                 f"anthropic judge failed on item {item.id!r}: {type(exc).__name__}: {str(exc)[:120]}"
             ) from None
-        text = "".join(getattr(block, "text", "") for block in response.content).strip().upper()
-        if not text.startswith(("YES", "NO")):
-            raise GradeError(f"anthropic judge gave no YES/NO for item {item.id!r}: {text[:40]!r}")
-        decision = text.startswith("YES")
+        text = "".join(getattr(block, "text", "") for block in response.content)
+        decision = scoring.judge_verdict(text)
+        if decision is None:
+            raise GradeError(f"anthropic judge gave no YES/NO for item {item.id!r}: {text.strip().upper()[:40]!r}")
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps({"model": self.model, "item": item.id, "decision": decision}))
         return decision

@@ -3,14 +3,16 @@
 A positive item earns its points when its check holds on the answer; a negative item costs its points when
 its check holds (the answer commits that error). Score = (earned - triggered) / total positive, in [0, 1].
 Checks read the structured answer only; insights the rubric does not list earn and cost nothing.
+The checking and scoring code itself is rubrics/scoring.py (standard library only, shipped with exports).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from rubrics import scoring
 
 TASK_SCHEMA_VERSION = "1.0"
 
@@ -68,71 +70,14 @@ class Task(BaseModel):
 
 def lookup(answer: Any, path: str) -> Any:
     """`change.relative_change` -> answer["change"]["relative_change"]; None when absent."""
-    node = answer
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _entry(answer: Any, check: Check) -> dict | None:
-    entries = lookup(answer, check.path)
-    if not isinstance(entries, list):
-        return None
-    for entry in entries:
-        if isinstance(entry, dict) and entry.get("variable") == check.variable:
-            return entry
-    return None
+    return scoring.lookup(answer, path)
 
 
 def holds(check: Check, answer: Any) -> bool:
-    """Whether the answer satisfies the check (for a negative item: commits the error)."""
-    match check.kind:
-        case "number":
-            value = _number(lookup(answer, check.path))
-            if value is None or check.expected is None or check.tolerance is None:
-                return False
-            near = abs(value - check.expected) <= check.tolerance
-            if check.unless is not None and abs(value - check.unless) <= check.tolerance:
-                return False
-            return near
-        case "sign":
-            value = _number(lookup(answer, check.path))
-            return value is not None and check.expected is not None and value * check.expected > 0
-        case "named":
-            entry = _entry(answer, check)
-            return entry is not None and (check.direction is None or entry.get("direction") == check.direction)
-        case "named_outside":
-            entries = lookup(answer, check.path)
-            allowed = set(check.allowed or [])
-            return isinstance(entries, list) and any(
-                isinstance(e, dict) and e.get("variable") not in allowed for e in entries
-            )
-        case "entry_number":
-            entry = _entry(answer, check)
-            value = _number(entry.get(check.field)) if entry and check.field else None
-            return (
-                value is not None
-                and check.expected is not None
-                and abs(value - check.expected) <= (check.tolerance or 0)
-            )
-    return False
+    """Whether the answer satisfies the check (for a negative item: commits the error); see rubrics.scoring."""
+    return scoring.holds(check.model_dump(), answer)
 
 
 def score(rubric: list[RubricItem], decisions: dict[str, bool]) -> float:
     """(positive points earned - negative points triggered) / total positive points, clipped to [0, 1]."""
-    total = sum(i.points for i in rubric if i.polarity == "positive")
-    earned = sum(i.points for i in rubric if i.polarity == "positive" and decisions.get(i.id))
-    lost = sum(i.points for i in rubric if i.polarity == "negative" and decisions.get(i.id))
-    return 0.0 if total == 0 else min(1.0, max(0.0, (earned - lost) / total))
+    return scoring.score([item.model_dump(include={"id", "polarity", "points"}) for item in rubric], decisions)
