@@ -9,6 +9,10 @@ from pathlib import Path
 
 from contracts.errors import WorldgenError
 from worldgen import __version__
+from worldgen.cli_agents import add_agent_commands
+
+# Commands added by other modules: name -> handler(args) -> exit code.
+HANDLERS: dict = {}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--retries", type=int, default=3, help="retries per request (default 3)")
     g.add_argument("--cache", type=Path, help="decision cache directory (default ~/.cache/worldgen/judge)")
     sub.add_parser("domains", help="list the domain packs")
+    HANDLERS.update(add_agent_commands(sub, _Parser))
     return parser
 
 
@@ -62,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             return _audit(args)
         if args.command == "grade":
             return _grade(args)
+        if args.command in HANDLERS:
+            return HANDLERS[args.command](args)
     except WorldgenError as exc:
         print(f"worldgen: error: {exc}", file=sys.stderr)
         return 2

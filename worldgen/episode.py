@@ -124,8 +124,7 @@ class Episode:
         if kind == "answer":
             return self.submit(body, raw=text)
         return self._count(
-            "invalid",
-            text,
+            {"type": "invalid", "text": text},
             "<information>\nNo action found. Reply with <python>code</python> to run code, or "
             "<answer>{...}</answer> to give your final answer.\n</information>",
             {},
@@ -138,7 +137,8 @@ class Episode:
         assert self.session is not None, "call start() first"
         timeout = max(1.0, min(self.config.limits.step_timeout_s, self.config.time_budget_s - self.elapsed))
         result = self.session.run(code, timeout=timeout)
-        return self._count("code", raw if raw is not None else code, format_result(result), result.to_dict())
+        action = {"type": "code", "text": raw if raw is not None else code, "code": code}
+        return self._count(action, format_result(result), result.to_dict())
 
     def submit(self, answer: str | dict, raw: str | None = None) -> Turn:
         """A final answer (JSON text or an object): grade it with the rules judge and end the episode."""
@@ -151,16 +151,18 @@ class Episode:
         self.done, self.end_reason = True, "answer"
         note = f"Answer received. {error}" if error else "Answer received."
         info = {"answer_error": error} if error else {}
-        return self._count("answer", raw if raw is not None else json.dumps(answer), note, info, reward=self.reward)
+        action = {"type": "answer", "text": raw if raw is not None else json.dumps(answer), "answer": parsed}
+        return self._count(action, note, info, reward=self.reward)
 
-    def _count(self, kind: str, action: str, observation: str, details: dict[str, Any], reward: float = 0.0) -> Turn:
+    def _count(self, action: dict[str, Any], observation: str, details: dict[str, Any], reward: float = 0.0) -> Turn:
+        kind = action["type"]
         self.steps += 1
         before = self._state
         after = self._snapshot() if kind == "code" else before
         record = {
             "step": self.steps,
             "state_before": before,
-            "action": {"type": kind, "text": action},
+            "action": action,
             "observation": {"text": observation, **details},
             "state_after": after,
             "reward": reward,
