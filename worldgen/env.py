@@ -62,7 +62,7 @@ class DataWorldEnv(gym.Env):
         record_state: keep per-step state snapshots in `env.unwrapped.episode.records`.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
     def __init__(
         self,

@@ -60,15 +60,15 @@ class ClaudeAgent:
         max_retries: int = 3,
         **_: Any,
     ):
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:  # checked first: it needs no import of the (slow to import) SDK
+            raise AgentError("the anthropic agent needs ANTHROPIC_API_KEY in the environment")
         try:
             import anthropic
         except ImportError:
             raise AgentError(
                 "the anthropic agent needs the anthropic package: pip install 'worldgen[anthropic]'"
             ) from None
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise AgentError("the anthropic agent needs ANTHROPIC_API_KEY in the environment")
         self.model = model or os.environ.get("WORLDGEN_AGENT_MODEL", DEFAULT_MODEL)
         self.max_tokens = max_tokens
         self.errors = (anthropic.APIError,)

@@ -37,7 +37,7 @@ class RunError(WorldgenError):
 @dataclass
 class RunConfig:
     agent: str
-    tasks: Path
+    tasks: Path | list[TaskRef]  # a build, world or task path, or the TaskRefs themselves
     out: Path
     workers: int = 1
     max_steps: int = 20
@@ -66,7 +66,7 @@ def run_agent(config: RunConfig, on_episode: Callable[[dict], None] | None = Non
         raise RunError(f"--workers must be >= 1, got {config.workers}")
     if config.max_steps < 1:
         raise RunError(f"--max-steps must be >= 1, got {config.max_steps}")
-    refs = find_tasks(config.tasks)
+    refs = find_tasks(config.tasks) if isinstance(config.tasks, str | Path) else list(config.tasks)
     make_agent(config.agent, **config.agent_options)  # fail fast: unknown agent, missing key or package
     _pin(config)
     cores = os.cpu_count() or 1

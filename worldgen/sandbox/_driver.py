@@ -19,6 +19,7 @@ import ast
 import builtins
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -67,6 +68,8 @@ class Repl:
         self.cells = cells
         self.count = 0
         self.pid = os.getpid()
+        # kill(-1) reaches exactly the sandbox's processes in its own pid namespace or under its own uid.
+        self.kill_all = bool(config.get("kill_all"))
 
     def run(self, request: dict) -> dict:
         self.count += 1
@@ -100,7 +103,10 @@ class Repl:
         _flush()
         if os.getpid() != self.pid:  # a child forked by the cell must never answer requests
             os._exit(0)
-        _reap()
+        stopped = self.sweep()
+        if stopped:
+            with open(err_path, "a") as handle:
+                handle.write(f"\n[sandbox] stopped {stopped} process(es) this cell left running\n")
         reply = {
             "stdout": _read_capped(out_path, self.limit),
             "stderr": _read_capped(err_path, self.limit),
@@ -111,6 +117,24 @@ class Repl:
         for path in (out_path, err_path):
             os.unlink(path)
         return reply
+
+    def sweep(self) -> int:
+        """Stop every process the cell left behind (a cell's children do not outlive it; fork bombs end here)."""
+        stopped = 0
+        for _ in range(200):
+            _reap()
+            others = _session_processes(self.pid)
+            if not others:
+                break
+            stopped = max(stopped, len(others))
+            targets = [-1] if self.kill_all else others
+            for pid in targets:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        _reap()
+        return stopped
 
     def state(self, request: dict) -> dict:
         variables = []
@@ -132,6 +156,23 @@ def _redirect(out_path: str, err_path: str) -> None:
         handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(handle, fd)
         os.close(handle)
+
+
+def _session_processes(me: int) -> list[int]:
+    """Live processes of this session other than the driver (zombies excluded)."""
+    sid = os.getsid(0)
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (me, 1):
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != b"Z" and int(fields[3]) == sid:
+            found.append(int(name))
+    return found
 
 
 def _reap() -> None:

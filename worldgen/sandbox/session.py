@@ -294,6 +294,7 @@ class Session:
             "scratch": scratch,
             "library": f"{runtime}/lib" if self.library else None,
             "output_chars": lim.output_chars,
+            "kill_all": self.isolated or self._uid is not None,
         }
         python = [sys.executable, "-s", "-B"]
         driver = [*python, f"{runtime}/_driver.py", json.dumps(driver_config)]
