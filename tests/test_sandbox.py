@@ -213,8 +213,11 @@ def test_infinite_loop_times_out_and_the_session_restarts_clean(session):
     alive(session)
 
 
-def test_nothing_leaks_from_one_episode_to_the_next(world):
+def test_nothing_leaks_from_one_episode_to_the_next(world, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-host-only-value")
     with Session(world / "observed", LIMITS) as first:
+        environment = first.run("import os\nprint(dict(os.environ))")
+        assert "ANTHROPIC_API_KEY" not in environment.stdout and "sk-host-only-value" not in environment.stdout
         assert first.run("secret = 123\nopen('scratch/left.txt', 'w').write('x')\nopen('/tmp/left', 'w')").ok
         workspace = first.workspace
     assert not workspace.exists(), "a closed session leaves nothing on the host"

@@ -24,7 +24,7 @@ from typing import Any
 from contracts.errors import WorldgenError
 from worldgen.agents import make_agent
 from worldgen.episode import Episode, EpisodeConfig
-from worldgen.sandbox import Limits
+from worldgen.sandbox import Limits, Session
 from worldgen.tasksource import TaskRef, find_tasks
 
 RESULT_SCHEMA_VERSION = "1.0"
@@ -68,6 +68,7 @@ def run_agent(config: RunConfig, on_episode: Callable[[dict], None] | None = Non
         raise RunError(f"--max-steps must be >= 1, got {config.max_steps}")
     refs = find_tasks(config.tasks) if isinstance(config.tasks, str | Path) else list(config.tasks)
     make_agent(config.agent, **config.agent_options)  # fail fast: unknown agent, missing key or package
+    Session(None, config.limits, isolation=config.isolation).close()  # fail fast: a sandbox that cannot start
     _pin(config)
     cores = os.cpu_count() or 1
     threads = config.limits.threads or max(1, cores // config.workers)

@@ -16,33 +16,18 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from contracts.errors import WorldgenError
 from worldgen.sandbox import isolation
+from worldgen.sandbox.channel import Channel, Died, Timeout
+from worldgen.sandbox.workspace import SandboxError, grant, make_workspace, sandbox_uid
 
-HERE = Path(__file__).parent
-# Root runs sandboxes as uids from this range, one per session, so sessions never share an NPROC budget.
-UID_BASE = 100_000
-UIDS_PER_PROCESS = 64
-START_TIMEOUT_S = 60.0
-_uid_counter = 0
-_uid_lock = threading.Lock()
 _warned = False
-
-
-class SandboxError(WorldgenError):
-    """The sandbox cannot be set up or started."""
 
 
 class SandboxWarning(UserWarning):
@@ -51,9 +36,9 @@ class SandboxWarning(UserWarning):
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-session resource limits. Defaults follow DSGym's executors (2-4 GB, minutes per cell)."""
+    """Per-session resource limits (DSGym's executors: 2 GB and 180 s per cell; see each line for ours)."""
 
-    memory_mb: int = 4096  # RLIMIT_AS: address space (polars and duckdb reserve ~1 GB just to import)
+    memory_mb: int = 4096  # RLIMIT_AS caps address space, not RSS: importing polars+duckdb maps ~0.8 GB already
     cpu_seconds: int = 900  # RLIMIT_CPU for the whole session: a backstop behind the per-cell wall clock
     file_mb: int = 512  # RLIMIT_FSIZE: largest file a cell may write
     nproc: int = 256  # RLIMIT_NPROC: processes and threads (thread pools included)
@@ -110,12 +95,18 @@ class Session:
     def __post_init__(self) -> None:
         if self.isolation not in ("auto", "bwrap", "none"):
             raise SandboxError(f"unknown isolation {self.isolation!r}; use auto, bwrap or none")
-        self._proc: subprocess.Popen | None = None
-        self._buffer = b""
-        self._next_id = 0
+        self._channel: Channel | None = None
         self._base = Path(tempfile.mkdtemp(prefix="worldgen-sandbox-"))
+        self.workspace = self._base / "workspace"
         try:
-            self._setup()
+            make_workspace(self._base, self.data, self.library)
+            reason = self._choose_isolation()
+            self._uid = sandbox_uid() if os.geteuid() == 0 and self._can_drop_root() else None
+            # Linux never enforces RLIMIT_NPROC for uid 0: without a uid switch a fork bomb is not contained.
+            self.nproc_enforced = os.geteuid() != 0 or self._uid is not None
+            if reason is not None:
+                self._warn_once(reason)
+            grant(self._base, self._uid)
             self._spawn()
         except BaseException:
             self.close()
@@ -133,7 +124,7 @@ class Session:
         limit = self.limits.step_timeout_s if timeout is None else timeout
         try:
             reply = self._request({"op": "exec", "code": code}, limit)
-        except _Timeout:
+        except Timeout:
             self._restart()
             return StepResult(
                 stderr=f"TimeoutError: the cell ran longer than {limit:g} s; the Python process was killed and "
@@ -143,7 +134,7 @@ class Session:
                 timed_out=True,
                 restarted=True,
             )
-        except _Died as died:
+        except Died as died:
             self._restart()
             return StepResult(
                 stderr=f"{died}; the Python process was restarted (variables are lost, files in scratch/ are kept)",
@@ -162,10 +153,10 @@ class Session:
         """Variables (type, shape, columns, a few rows) and scratch files; {"error": ...} if unavailable."""
         try:
             reply = self._request({"op": "state"}, timeout)
-        except _Timeout:
+        except Timeout:
             self._restart()
             return {"error": "state summary timed out; the process was restarted", "variables": [], "files": []}
-        except _Died as died:
+        except Died as died:
             self._restart()
             return {"error": str(died), "variables": [], "files": []}
         return {"variables": reply.get("variables", []), "files": reply.get("files", [])}
@@ -196,39 +187,6 @@ class Session:
             pass
 
     # --- setup --------------------------------------------------------------------------------------------
-
-    def _setup(self) -> None:
-        self.workspace = self._base / "workspace"
-        runtime, data, scratch, home = (
-            self._base / "runtime",
-            self.workspace / "data",
-            self.workspace / "scratch",
-            self._base / "home",
-        )
-        for folder in (runtime, data, scratch, home):
-            folder.mkdir(parents=True)
-        if self.data is not None:
-            if not Path(self.data).is_dir():
-                raise SandboxError(f"{self.data}: no such data directory")
-            shutil.copytree(self.data, data, dirs_exist_ok=True, copy_function=shutil.copyfile)
-        for name in ("_launcher.py", "_driver.py"):
-            shutil.copyfile(HERE / name, runtime / name)
-        if self.library:
-            _stage_library(self.library, runtime / "lib")
-        reason = self._choose_isolation()
-        self._uid = _sandbox_uid() if os.geteuid() == 0 and self._can_drop_root() else None
-        # Linux never enforces RLIMIT_NPROC for uid 0: without a uid switch a fork bomb is not contained.
-        self.nproc_enforced = os.geteuid() != 0 or self._uid is not None
-        if reason is not None:
-            self._warn_once(reason)
-        for path in [self._base, *self._base.rglob("*")]:
-            if path.is_dir():
-                path.chmod(0o755 if path != self._base else 0o711)
-            else:
-                path.chmod(0o644)
-        if self._uid is not None:
-            for path in [scratch, home]:
-                os.chown(path, self._uid, self._uid)
 
     def _choose_isolation(self) -> str | None:
         """Use bubblewrap if allowed and working; otherwise return why not."""
@@ -313,21 +271,11 @@ class Session:
 
     def _spawn(self) -> None:
         stderr_path = self._base / "runtime-stderr.txt"
-        with open(stderr_path, "wb") as stderr:
-            self._proc = subprocess.Popen(
-                self._argv(),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                cwd=self.workspace,
-                env=None if self.isolated else self._env(),
-                start_new_session=True,
-                close_fds=True,
-            )
-        self._buffer = b""
+        env = None if self.isolated else self._env()
+        self._channel = Channel(self._argv(), self.workspace, env, stderr_path)
         try:
-            ready = self._read_reply(time.monotonic() + START_TIMEOUT_S)
-        except (_Timeout, _Died) as exc:
+            ready = self._channel.greeting()
+        except (Timeout, Died) as exc:
             detail = stderr_path.read_text(errors="replace").strip()[-300:]
             self._kill()
             raise SandboxError(f"the sandboxed interpreter did not start ({exc}): {detail or 'no output'}") from None
@@ -335,66 +283,11 @@ class Session:
             self._kill()
             raise SandboxError(f"the sandboxed interpreter sent an unexpected greeting: {str(ready)[:200]}")
 
-    # --- protocol -----------------------------------------------------------------------------------------
-
     def _request(self, payload: dict, timeout: float) -> dict:
-        if self._proc is None or self._proc.poll() is not None:
+        if self._channel is None or not self._channel.alive():
             self._restart()
-        assert self._proc is not None and self._proc.stdin is not None
-        self._next_id += 1
-        payload = {"id": self._next_id, **payload}
-        deadline = time.monotonic() + timeout
-        try:
-            self._proc.stdin.write(json.dumps(payload).encode() + b"\n")
-            self._proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise _Died(self._death_reason()) from None
-        while True:
-            reply = self._read_reply(deadline)
-            if reply.get("id") == self._next_id:
-                if "protocol_error" in reply:
-                    raise _Died(f"the driver rejected the request: {reply['protocol_error'][:200]}")
-                return reply
-            # A stale line (user code writing to the reply descriptor) is skipped, never trusted.
-
-    def _read_reply(self, deadline: float) -> dict:
-        assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
-        while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _Timeout()
-            ready, _, _ = select.select([fd], [], [], remaining)
-            if not ready:
-                continue
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                raise _Died(self._death_reason())
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        try:
-            reply = json.loads(line)
-        except ValueError:
-            return {}
-        return reply if isinstance(reply, dict) else {}
-
-    def _death_reason(self) -> str:
-        assert self._proc is not None
-        try:
-            code = self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            return "the Python process stopped answering"
-        if code < 0 or code > 128:
-            number = -code if code < 0 else code - 128
-            name = signal.Signals(number).name if number in signal.Signals._value2member_map_ else str(number)
-            hint = {
-                "SIGXCPU": f" (CPU time limit of {self.limits.cpu_seconds} s per session reached)",
-                "SIGKILL": " (killed, e.g. by the CPU time limit)",
-                "SIGABRT": " (aborted, often a failed memory allocation)",
-                "SIGSEGV": " (segmentation fault)",
-            }.get(name, "")
-            return f"the Python process was killed by {name}{hint}"
-        return f"the Python process exited with code {code}"
+        assert self._channel is not None
+        return self._channel.request(payload, timeout)
 
     def _restart(self) -> None:
         self._kill()
@@ -402,54 +295,6 @@ class Session:
         self._spawn()
 
     def _kill(self) -> None:
-        proc, self._proc = getattr(self, "_proc", None), None
-        if proc is None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        for stream in (proc.stdin, proc.stdout):
-            try:
-                stream.close()
-            except (OSError, AttributeError):
-                pass
-
-
-class _Timeout(Exception):
-    pass
-
-
-class _Died(Exception):
-    pass
-
-
-def _sandbox_uid() -> int:
-    """A uid no other live session of this process uses: NPROC is counted per uid, host-wide."""
-    global _uid_counter
-    with _uid_lock:
-        _uid_counter += 1
-        slot = _uid_counter % UIDS_PER_PROCESS
-    return UID_BASE + (os.getpid() % 100_000) * UIDS_PER_PROCESS + slot
-
-
-def _stage_library(names: tuple[str, ...], target: Path) -> None:
-    """Copy the named packages' sources (no data, no caches) for import inside the sandbox."""
-    import importlib
-
-    for name in names:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            raise SandboxError(f"cannot stage package {name!r} into the sandbox: not importable") from None
-        source = Path(module.__file__).parent
-        shutil.copytree(
-            source,
-            target / name,
-            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-            copy_function=shutil.copyfile,
-        )
+        channel, self._channel = getattr(self, "_channel", None), None
+        if channel is not None:
+            channel.kill()
