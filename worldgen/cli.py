@@ -9,7 +9,10 @@ from pathlib import Path
 
 from contracts.errors import WorldgenError
 from worldgen import __version__
-from worldgen.export import cli as export_cli
+from worldgen.cli_agents import add_agent_commands
+
+# Commands added by other modules (run, eval, export): name -> handler(args) -> exit code.
+HANDLERS: dict = {}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -49,33 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--retries", type=int, default=3, help="retries per request (default 3)")
     g.add_argument("--cache", type=Path, help="decision cache directory (default ~/.cache/worldgen/judge)")
     sub.add_parser("domains", help="list the domain packs")
-    _add_export(sub)
+    HANDLERS.update(add_agent_commands(sub, _Parser))
     return parser
-
-
-# --- worldgen export <command>: one entry per export command: name -> (help, add-arguments, handler) ---------
-EXPORT_COMMANDS = {
-    "bench": ("a held-out test split as Harbor task directories", export_cli.add_bench, export_cli.run_bench),
-    "pool": (
-        "training worlds' tasks as RL rows (verl, SkyRL, OpenRLHF, DSGym, JSONL)",
-        export_cli.add_pool,
-        export_cli.run_pool,
-    ),
-    "check": (
-        "validate an exported bench without Docker; exit 1 if a task fails",
-        export_cli.add_check,
-        export_cli.run_check,
-    ),
-}
-
-
-def _add_export(sub) -> None:
-    e = sub.add_parser("export", help="ship worlds to their users: bench, pool, check")
-    commands = e.add_subparsers(dest="export_command", required=True, parser_class=_Parser)
-    for name, (help_text, add_arguments, handler) in EXPORT_COMMANDS.items():
-        p = commands.add_parser(name, help=help_text)
-        add_arguments(p)
-        p.set_defaults(export_handler=handler)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             return _audit(args)
         if args.command == "grade":
             return _grade(args)
-        if args.command == "export":
-            return args.export_handler(args)
+        if args.command in HANDLERS:
+            return HANDLERS[args.command](args)
     except WorldgenError as exc:
         print(f"worldgen: error: {exc}", file=sys.stderr)
         return 2
