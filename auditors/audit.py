@@ -13,6 +13,7 @@ from auditors.estimate import recover_phenomena
 from auditors.worldio import World, load_world
 from contracts.errors import WorldFormatError
 from contracts.model import SCHEMA_VERSION
+from contracts.safeio import atomic_write
 
 CHECKS = ("contract", "ledger", "invariants", "edges", "projection", "recoverability", "non_triviality")
 
@@ -106,6 +107,8 @@ def audit_world(path: Path, write: bool = True) -> dict:
     """Audit one world directory; raise WorldFormatError only if it is not a world at all."""
     started = time.perf_counter()
     world = load_world(path)
+    if write and (path / "audit.json").is_dir():  # refuse before the work, not after it
+        raise WorldFormatError(f"{path}: cannot write audit.json (it is a directory)")
     checks = [check_contract(world)]
     clock: dict[str, float] = {}
     if checks[0].status == "pass":
@@ -123,6 +126,10 @@ def audit_world(path: Path, write: bool = True) -> dict:
     else:
         checks += [Check(name, "skip", "contract invalid") for name in CHECKS[1:]]
     failing = [c.name for c in checks if c.status != "pass"]
+    disagreement = recorded_disagreement(world.meta, "fail" if failing else "pass", failing)
+    if disagreement:  # only ever added on a disagreement, so an agreeing world's audit.json keeps its bytes
+        checks.append(Check("recorded_verdict", "fail", disagreement))
+        failing.append("recorded_verdict")
     report = {
         "schema_version": SCHEMA_VERSION,
         "world_id": world.meta.get("world_id", path.name),
@@ -131,13 +138,35 @@ def audit_world(path: Path, write: bool = True) -> dict:
         "checks": [{"name": c.name, "status": c.status, "reason": c.reason, "details": c.details} for c in checks],
     }
     if write:
-        try:
-            (path / "audit.json").write_text(json.dumps(report, indent=1, allow_nan=False, default=str) + "\n")
+        try:  # a new file renamed over audit.json: never written through a link, never seen half-written
+            atomic_write(path / "audit.json", json.dumps(report, indent=1, allow_nan=False, default=str) + "\n")
         except (OSError, ValueError) as exc:
             raise WorldFormatError(f"{path}: cannot write audit.json ({exc})") from None
     report["seconds"] = round(time.perf_counter() - started, 3)  # returned, never written: audits stay byte-identical
     report["seconds_by_check"] = clock
     return report
+
+
+def recorded_disagreement(meta: dict, verdict: str, failing: list[str]) -> str | None:
+    """Why world.json's recorded verdict disagrees with this audit's (None if it agrees or records none).
+
+    A world built before its audit (the generator's own audit of its temporary directory) records none.
+    """
+    status, recorded = meta.get("status"), meta.get("audit")
+    if recorded is None and status not in ("pass", "fail"):
+        return None
+    found = f"this audit finds {verdict!r} (failing: {', '.join(failing) or 'none'})"
+    if status in ("pass", "fail") and status != verdict:
+        return f"world.json records status {status!r} but {found}"
+    if recorded is None:
+        return None
+    if not isinstance(recorded, dict):
+        return f"world.json's audit record is not an object; {found}"
+    if (recorded.get("verdict"), recorded.get("failing")) != (verdict, failing):
+        shown = recorded.get("failing")
+        shown = ", ".join(map(str, shown)) if isinstance(shown, list) else repr(shown)
+        return f"world.json records verdict {recorded.get('verdict')!r} (failing: {shown or 'none'}) but {found}"
+    return None
 
 
 def _guarded(name: str, fn, world: World) -> Check:
