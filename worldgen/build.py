@@ -88,6 +88,10 @@ class BuildConfig:
     domains: tuple[str, ...] = ()
     personas_file: Path | None = None
     defect_scale: float = 1.0
+    # Build every world in a spawned worker, even with one worker (the CLI does): an interrupt then never
+    # unwinds through library code mid-write, and the worker's address-space cap applies. In-process (the
+    # default for one worker) saves the worker's start-up, which tests and benchmarks prefer.
+    isolate: bool = False
 
 
 @dataclass
@@ -177,7 +181,7 @@ class OutState:
     done: dict[int, dict]  # finished worlds of this build: index -> manifest entry
 
 
-def inspect_out(cfg: BuildConfig, pool: list[Persona]) -> OutState:
+def inspect_out(cfg: BuildConfig, pool: list[Persona], holding_lock: bool = False) -> OutState:
     """Establish, read-only, that --out is empty or a build of these settings; refuse anything else."""
     out = cfg.out
     info = _lstat(out)
@@ -197,6 +201,8 @@ def inspect_out(cfg: BuildConfig, pool: list[Persona]) -> OutState:
         raise InputError(f"cannot read --out {one_line(out)}: {exc.strerror or exc}") from None
     if not os.access(out, os.W_OK | os.X_OK):
         raise InputError(f"cannot write to --out {one_line(out)}: permission denied")
+    if LOCK_FILE in names and not holding_lock:
+        _check_unlocked(out)
     if not names - {LOCK_FILE}:
         if LOCK_FILE in names:
             _own_regular(out, LOCK_FILE)
@@ -361,6 +367,29 @@ def world_entry(cfg: BuildConfig, pool: list[Persona], path: Path, index: int) -
     return {k: meta[k] for k in MANIFEST_FIELDS} | {"tasks": len(meta["tasks"]), "path": f"{WORLDS_DIR}/{path.name}"}
 
 
+def _check_unlocked(out: Path) -> None:
+    """Read-only: refuse at once, naming the holder, if another build holds --out's lock right now."""
+    _own_regular(out, LOCK_FILE)
+    try:
+        fd = os.open(out / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return  # gone or unreadable: taking the lock will say why
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise _locked_error(out, fd) from None
+    finally:
+        os.close(fd)  # closing drops the shared lock we may have taken
+
+
+def _locked_error(out: Path, fd: int) -> InputError:
+    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+    return InputError(
+        f"--out {one_line(out)} is being built by another worldgen build (pid {one_line(holder, 32)}); "
+        "wait for it to finish or use another --out"
+    )
+
+
 class BuildLock:
     """An exclusive flock on --out/build.lock; the file holds the holder's pid while it is held."""
 
@@ -381,11 +410,7 @@ class BuildLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-                raise InputError(
-                    f"--out {one_line(self.out)} is being built by another worldgen build (pid {one_line(holder, 32)}); "
-                    "wait for it to finish or use another --out"
-                ) from None
+                raise _locked_error(self.out, fd) from None
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         except BaseException:
@@ -486,7 +511,7 @@ def run_build(cfg: BuildConfig, on_world: Callable[[dict], None] | None = None) 
     with _Signals() as signals:
         lock = open_out(cfg)
         try:
-            state = inspect_out(cfg, pool)  # again, now that no other build can change it
+            state = inspect_out(cfg, pool, holding_lock=True)  # again, now that no other build can change it
             _prepare(cfg, pool, state)
             summary.skipped = sum(1 for k in state.done if k < cfg.n)
             todo = (k for k in range(cfg.n) if k not in state.done)
@@ -494,7 +519,9 @@ def run_build(cfg: BuildConfig, on_world: Callable[[dict], None] | None = None) 
             try:
                 with _armed(signals), _Timings(cfg.out / TIMINGS_FILE) as timings:
                     record = _recorder(summary, timings, on_world)
-                    if cfg.workers == 1 or remaining <= 1:
+                    if remaining <= 0:
+                        pass
+                    elif not cfg.isolate and (cfg.workers == 1 or remaining == 1):
                         _run_in_process(cfg, pool, todo, record)
                     else:
                         _run_workers(cfg, pool, todo, min(cfg.workers, remaining), record, signals)

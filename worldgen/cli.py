@@ -116,6 +116,7 @@ def _build(args: argparse.Namespace) -> int:
         domains=tuple(d.strip() for d in args.domains.split(",") if d.strip()),
         personas_file=args.personas,
         defect_scale=args.defect_scale,
+        isolate=True,  # worlds are built in worker processes: Ctrl-C stops at once and never half-writes
     )
     started = time.perf_counter()
     progress = Progress(
