@@ -166,3 +166,27 @@ def test_two_builds_racing_on_one_directory(reference, tmp_path):
     _, winner_err = winner.communicate(timeout=HANG_GUARD)
     assert winner.returncode == 0, winner_err
     assert_same_build(out, reference)
+
+
+def test_a_worker_killed_by_the_system_stops_the_build_with_one_line(tmp_path):
+    """What an out-of-memory kill looks like: exit 1, one line naming the world and the signal, no half-state."""
+    out = tmp_path / "out"
+    build = start(out)
+    deadline = time.monotonic() + HANG_GUARD
+    workers: list[psutil.Process] = []
+    while not workers:
+        assert build.poll() is None and time.monotonic() < deadline
+        workers = [
+            p
+            for p in psutil.Process(build.pid).children()
+            if "resource_tracker" not in " ".join(p.cmdline())
+            and (out / "worlds").is_dir()
+            and any(name.startswith(".tmp-") for name in os.listdir(out / "worlds"))
+        ]
+        time.sleep(0.05)
+    workers[0].kill()
+    _, stderr = build.communicate(timeout=HANG_GUARD)
+    assert build.returncode == 1, stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and "could not be built: its worker was killed by SIGKILL" in lines[0], stderr
+    manifest_lists_exactly_the_committed_worlds(out)
