@@ -62,18 +62,22 @@ def open_regular(
 ) -> int:
     """A blocking descriptor on a regular file of at most `max_bytes`; anything else raises `error`.
 
-    The file is opened non-blocking (opening a FIFO never waits for a writer) and checked with fstat on
-    the open descriptor, so what is checked is what is read.
+    The path is checked with stat before it is opened (a device or a FIFO is never opened), then opened
+    non-blocking (should it have become a FIFO meanwhile, the open does not wait for a writer) and checked
+    again with fstat on the open descriptor, so what is checked is what is read.
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
+        info = os.stat(path, follow_symlinks=follow_symlinks)  # never open a device or a FIFO at all
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{one_line(path)}: {what} is {kind_of(info.st_mode)}, not a regular file")
         fd = os.open(path, flags)
     except OSError as exc:
         if not follow_symlinks and os.path.islink(path):
             raise error(f"{one_line(path)}: {what} is a symbolic link; refusing to follow it") from None
         raise error(f"{one_line(path)}: cannot read {what}: {exc.strerror or exc}") from None
     try:
-        info = os.fstat(fd)
+        info = os.fstat(fd)  # again on what was opened: the path may have changed since the check
         if not stat.S_ISREG(info.st_mode):
             raise error(f"{one_line(path)}: {what} is {kind_of(info.st_mode)}, not a regular file")
         if info.st_size > max_bytes:

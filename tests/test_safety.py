@@ -170,3 +170,19 @@ def test_repeated_entries_are_reported_in_a_bounded_list(sound_world, tmp_path):
     assert graded["score"] == 1.0, "the first entry of a variable counts, repeats are dropped"
     assert len(graded["schema_problems"]) <= 21 and "and 270 more problem(s)" in graded["schema_problems"][-1]
     assert len(result.stdout) < 20_000
+
+
+def test_a_build_killed_while_stamping_its_directory_can_start_again(tmp_path):
+    """Killed between taking the lock and renaming build.json into place: only our own files are there."""
+    from personas import builtin_personas
+    from worldgen.build import inspect_out
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "build.lock").write_text("12345\n")
+    (out / ".build.json.12345-0123abcd.tmp").write_text('{"format": "worldgen-bu')
+    state = inspect_out(BuildConfig(n=1, out=out, size="small"), sorted(builtin_personas(), key=lambda p: p.id))
+    assert state.stale == [out / ".build.json.12345-0123abcd.tmp"] and not state.done
+    (out / "notes.txt").write_text("a user's file")
+    with pytest.raises(Exception, match="not a worldgen build"):
+        inspect_out(BuildConfig(n=1, out=out, size="small"), sorted(builtin_personas(), key=lambda p: p.id))

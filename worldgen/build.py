@@ -75,6 +75,8 @@ WATCHDOG_SECONDS = 0.5  # how often a worker checks that its parent is alive
 STOP_GRACE_SECONDS = 5.0  # how long a worker may take to exit after being told to, before it is killed
 
 _WORLD_ID = re.compile(r"^(?P<domain>[a-z][a-z0-9_]*)-s(?P<seed>[0-9]+)-(?P<index>[0-9]{5,})$")
+# What contracts.safeio.atomic_write leaves if killed mid-write (and the manifest temp of earlier versions).
+_OWN_TEMP = re.compile(r"^(\.(build\.json|manifest\.jsonl)\.[0-9]+-[0-9a-f]{8}\.tmp|manifest\.jsonl\.tmp)$")
 MANIFEST_FIELDS = ("world_id", "seed", "index", "domain", "status")
 
 
@@ -177,7 +179,7 @@ class OutState:
 
     exists: bool
     marked: bool  # build.json carries our current marker
-    stale: list[Path]  # worlds/.tmp-<id of this build>: ours, from a crashed or interrupted run
+    stale: list[Path]  # worlds/.tmp-<id of this build> and our own temporary files: from a crashed run
     done: dict[int, dict]  # finished worlds of this build: index -> manifest entry
 
 
@@ -203,10 +205,11 @@ def inspect_out(cfg: BuildConfig, pool: list[Persona], holding_lock: bool = Fals
         raise InputError(f"cannot write to --out {one_line(out)}: permission denied")
     if LOCK_FILE in names and not holding_lock:
         _check_unlocked(out)
-    if not names - {LOCK_FILE}:
-        if LOCK_FILE in names:
+    temps = [out / n for n in sorted(names) if _OWN_TEMP.match(n) and stat.S_ISREG(os.lstat(out / n).st_mode)]
+    if not names - {LOCK_FILE} - {t.name for t in temps if t.name.startswith(".build.json.")}:
+        if LOCK_FILE in names:  # a build that died before writing build.json: the directory is still ours
             _own_regular(out, LOCK_FILE)
-        return OutState(exists=True, marked=False, stale=[], done={})
+        return OutState(exists=True, marked=False, stale=temps, done={})
     if BUILD_FILE not in names:
         raise InputError(
             f"--out {one_line(out)} is not empty and is not a worldgen build (no {BUILD_FILE}); "
@@ -221,7 +224,7 @@ def inspect_out(cfg: BuildConfig, pool: list[Persona], holding_lock: bool = Fals
     if MANIFEST_FILE in names:
         _check_manifest(out / MANIFEST_FILE)
     stale, done = _inspect_worlds(cfg, pool) if WORLDS_DIR in names else ([], {})
-    return OutState(exists=True, marked=marked, stale=stale, done=done)
+    return OutState(exists=True, marked=marked, stale=stale + temps, done=done)
 
 
 def _lstat(path: Path) -> os.stat_result | None:
@@ -445,8 +448,11 @@ def _prepare(cfg: BuildConfig, pool: list[Persona], state: OutState) -> None:
         (cfg.out / WORLDS_DIR).mkdir(exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot write to --out {one_line(cfg.out)}: {exc.strerror or exc}") from None
-    for stale in state.stale:  # named .tmp-<id of this build> and checked to be a real directory: ours
-        shutil.rmtree(stale, ignore_errors=True)
+    for stale in state.stale:  # named as only this build names things, and checked with lstat: ours
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
 
 
 def committed_worlds(cfg: BuildConfig, pool: list[Persona]) -> dict[int, dict]:
