@@ -171,6 +171,7 @@ def _audit(args: argparse.Namespace) -> int:
     import json
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from auditors import audit_world
@@ -185,7 +186,10 @@ def _audit(args: argparse.Namespace) -> int:
         for r in reports:
             colour = "green" if r["verdict"] == "pass" else "red"
             table.add_row(
-                r["world_id"], f"[{colour}]{r['verdict']}[/]", ", ".join(r["failing"]) or "-", f"{r['seconds']:.2f}"
+                escape(one_line(r["world_id"], 80)),
+                f"[{colour}]{r['verdict']}[/]",
+                ", ".join(r["failing"]) or "-",
+                f"{r['seconds']:.2f}",
             )
         Console(width=140).print(table)
     failed = sum(r["verdict"] != "pass" for r in reports)
