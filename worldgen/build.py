@@ -65,8 +65,9 @@ MAX_WORKERS = 256
 MAX_BUILD_JSON_BYTES = 64 * KIB  # ours is ~300 bytes
 MAX_WORLD_JSON_BYTES = 16 * MIB  # ours is ~3 KiB
 MAX_MANIFEST_BYTES = 4 << 30  # 10^7 entries of ~200 bytes
-# Peak RSS of one worker building and auditing one world (benchmarks/bench_memory.py, rounded up by ~15%):
-# K workers need about K times this; more than the machine's physical memory is refused before building.
+# Peak RSS of one worker building and auditing worlds (benchmarks/bench_memory.py: small 195-207 MiB, default
+# 264-288 and up to 354 over 50 worlds, large 758-808), rounded up by ~15-25%: K workers need about K times
+# this, and more than the machine's physical memory is refused before anything is built.
 WORKER_PEAK_MIB = {"small": 260, "default": 400, "large": 950}
 # Address-space cap of a worker process: ~3x the largest world's virtual peak (2.4 GiB at --size large), so a
 # runaway world fails with one line instead of taking the machine down. Workers only, never the caller's process.
