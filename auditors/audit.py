@@ -17,6 +17,7 @@ from auditors.estimate import recover_phenomena
 from auditors.worldio import World, load_world
 from contracts.audit import CHECKS, AuditReport, CheckResult, Estimate
 from contracts.errors import WorldFormatError
+from contracts.safeio import atomic_write
 
 __all__ = ["CHECKS", "audit_world"]
 
@@ -91,6 +92,8 @@ def audit_world(path: Path, write: bool = True) -> AuditReport:
     """Audit one world directory; raise WorldFormatError only if it is not a world at all."""
     started = time.perf_counter()
     world = load_world(path)
+    if write and (path / "audit.json").is_dir():  # refuse before the work, not after it
+        raise WorldFormatError(f"{path}: cannot write audit.json (it is a directory)")
     checks = [check_contract(world)]
     clock: dict[str, float] = {}
     if checks[0].status == "pass":
@@ -111,6 +114,10 @@ def audit_world(path: Path, write: bool = True) -> AuditReport:
     else:
         checks += [CheckResult(name=name, status="skip", reason="contract invalid") for name in CHECKS[1:]]
     failing = [c.name for c in checks if c.status != "pass"]
+    disagreement = recorded_disagreement(world.meta, "fail" if failing else "pass", failing)
+    if disagreement:  # only ever added on a disagreement, so an agreeing world's audit.json keeps its bytes
+        checks.append(CheckResult(name="recorded_verdict", status="fail", reason=disagreement))
+        failing.append("recorded_verdict")
     report = AuditReport(
         world_id=world.meta.get("world_id", path.name),
         verdict="fail" if failing else "pass",
@@ -118,11 +125,33 @@ def audit_world(path: Path, write: bool = True) -> AuditReport:
         checks=checks,
     )
     if write:
-        try:
-            (path / "audit.json").write_text(json.dumps(report.to_json(), indent=1, allow_nan=False) + "\n")
+        try:  # a new file renamed over audit.json: never written through a link, never seen half-written
+            atomic_write(path / "audit.json", json.dumps(report.to_json(), indent=1, allow_nan=False) + "\n")
         except (OSError, ValueError) as exc:
             raise WorldFormatError(f"{path}: cannot write audit.json ({exc})") from None
     return report.timed(round(time.perf_counter() - started, 3), clock)
+
+
+def recorded_disagreement(meta: dict, verdict: str, failing: list[str]) -> str | None:
+    """Why world.json's recorded verdict disagrees with this audit's (None if it agrees or records none).
+
+    A world built before its audit (the generator's own audit of its temporary directory) records none.
+    """
+    status, recorded = meta.get("status"), meta.get("audit")
+    if recorded is None and status not in ("pass", "fail"):
+        return None
+    found = f"this audit finds {verdict!r} (failing: {', '.join(failing) or 'none'})"
+    if status in ("pass", "fail") and status != verdict:
+        return f"world.json records status {status!r} but {found}"
+    if recorded is None:
+        return None
+    if not isinstance(recorded, dict):
+        return f"world.json's audit record is not an object; {found}"
+    if (recorded.get("verdict"), recorded.get("failing")) != (verdict, failing):
+        shown = recorded.get("failing")
+        shown = ", ".join(map(str, shown)) if isinstance(shown, list) else repr(shown)
+        return f"world.json records verdict {recorded.get('verdict')!r} (failing: {shown or 'none'}) but {found}"
+    return None
 
 
 def _guarded(name: str, fn: Callable[[World], CheckResult], world: World) -> CheckResult:

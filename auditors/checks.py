@@ -96,7 +96,11 @@ def check_ledger(world: World) -> CheckResult:
         elif file_sha256(path) != digest:
             problems.append(f"{rel} does not match its hash in world.json")
     on_disk = {p.relative_to(world.path).as_posix() for p in world.path.rglob("*") if p.is_file()}
-    unlisted = sorted(r for r in on_disk - set(listed) - {"world.json"} - AUDIT_FILES if not r.startswith("tasks/"))
+    # audit.json and an interrupted audit's temporary file (.audit.json.<pid>-<hex>.tmp) are the auditor's own.
+    ours = {r for r in on_disk if r.startswith(".audit.json.") and r.endswith(".tmp")}
+    unlisted = sorted(
+        r for r in on_disk - set(listed) - {"world.json"} - AUDIT_FILES - ours if not r.startswith("tasks/")
+    )
     if unlisted:
         problems.append(f"files not in world.json: {', '.join(unlisted[:3])}")
     ledger = world.ledger

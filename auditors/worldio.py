@@ -8,7 +8,8 @@ by the system's date style.
 from __future__ import annotations
 
 import datetime as dt
-import json
+import os
+import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -16,7 +17,8 @@ from pathlib import Path
 import polars as pl
 
 from contracts.errors import ContractError, WorldFormatError
-from contracts.model import DATE_STYLES, TIME_SUFFIX, Contract, Deliverable, load_contract
+from contracts.model import DATE_STYLES, SCHEMA_VERSION, TIME_SUFFIX, Contract, Deliverable, load_contract
+from contracts.safeio import MIB, is_plain_relative, iter_jsonl, kind_of, loads, one_line, read_bytes, read_json
 
 REQUIRED = ("world.json", "contract.json", "ledger.jsonl", "projection.json", "canonical", "observed")
 KEY_SOURCES = {
@@ -27,6 +29,13 @@ KEY_SOURCES = {
     "events.party_id",
     "panel.unit_id",
 }
+# Limits on what the auditor reads from a world that may not be ours. Our largest (--size large) world has
+# ~30 files, a 3 MiB projection.json and observed files under 30 MiB each.
+MAX_WORLD_ENTRIES = 10_000
+MAX_META_BYTES = 16 * MIB
+MAX_PROJECTION_BYTES = 1024 * MIB
+MAX_LEDGER_BYTES = 256 * MIB
+MAX_DATA_FILE_BYTES = 4096 * MIB
 
 
 def is_world_dir(path: Path) -> bool:
@@ -44,17 +53,14 @@ class World:
 
     @cached_property
     def ledger(self) -> list[dict]:
-        try:
-            return [json.loads(line) for line in (self.path / "ledger.jsonl").read_text().splitlines() if line.strip()]
-        except (OSError, ValueError) as exc:
-            raise WorldFormatError(f"{self.path}: unreadable ledger.jsonl ({exc})") from None
+        records = _read_ledger(self.path)
+        _check_ledger_paths(self.path, records)
+        return records
 
     @cached_property
     def projection(self) -> dict:
-        try:
-            return json.loads((self.path / "projection.json").read_text())
-        except (OSError, ValueError) as exc:
-            raise WorldFormatError(f"{self.path}: unreadable projection.json ({exc})") from None
+        path = check_in_world(self.path, self.path / "projection.json")
+        return read_json(path, max_bytes=MAX_PROJECTION_BYTES, what="projection record")
 
     @cached_property
     def canonical(self) -> dict[str, pl.DataFrame]:
@@ -62,7 +68,9 @@ class World:
         for name in ("units", "parties", "panel", "events"):
             path = self.path / "canonical" / f"{name}.parquet"
             try:
-                tables[name] = pl.read_parquet(path)
+                tables[name] = pl.read_parquet(check_in_world(self.path, path))
+            except WorldFormatError:
+                raise
             except Exception as exc:  # noqa: BLE001 - any unreadable file is one clear verdict reason
                 raise WorldFormatError(f"{path}: unreadable canonical table ({type(exc).__name__})") from None
         return tables
@@ -74,22 +82,133 @@ class World:
 
 
 def load_world(path: Path) -> World:
-    """Open a world directory; a missing part or an unreadable manifest is a WorldFormatError."""
+    """Open a world directory; a missing part or an unreadable manifest is a WorldFormatError.
+
+    Nothing is opened before the whole directory has been checked with lstat: a FIFO, a device or a socket
+    anywhere in the world, or a symbolic link that leaves it, refuses the world (reading them could block
+    forever or read any file on the machine). World-relative names in world.json, the contract and the
+    ledger must stay inside the world too.
+    """
+    scan_world(path)
     missing = [name for name in REQUIRED if not (path / name).exists()]
     if missing:
-        raise WorldFormatError(f"{path}: not a complete world (missing {', '.join(missing)})")
-    try:
-        meta = json.loads((path / "world.json").read_text())
-        raw = json.loads((path / "contract.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise WorldFormatError(f"{path}: unreadable world.json or contract.json ({exc})") from None
+        raise WorldFormatError(f"{one_line(path)}: not a complete world (missing {', '.join(missing)})")
+    meta = read_json(path / "world.json", max_bytes=MAX_META_BYTES, what="world manifest")
+    raw = read_json(path / "contract.json", max_bytes=MAX_META_BYTES, what="contract")
     if not isinstance(meta, dict) or not isinstance(raw, dict):
-        raise WorldFormatError(f"{path}: world.json and contract.json must hold JSON objects")
+        raise WorldFormatError(f"{one_line(path)}: world.json and contract.json must hold JSON objects")
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise WorldFormatError(
+            f"{one_line(path / 'world.json')}: schema_version {one_line(repr(meta.get('schema_version')), 40)} "
+            f"is not the supported {SCHEMA_VERSION!r}"
+        )
+    files = meta.get("files", {})
+    if not isinstance(files, dict) or not all(
+        is_plain_relative(rel) and isinstance(h, str) for rel, h in files.items()
+    ):
+        raise WorldFormatError(f"{one_line(path / 'world.json')}: 'files' must map paths inside the world to hashes")
+    deliverables = raw.get("deliverables")
+    for d in deliverables if isinstance(deliverables, list) else []:
+        name = d.get("file") if isinstance(d, dict) else None
+        if isinstance(name, str) and not is_plain_relative(name):
+            raise WorldFormatError(
+                f"{one_line(path / 'contract.json')}: deliverable {one_line(repr(name), 80)} leaves observed/"
+            )
     try:
         contract, error = load_contract(path / "contract.json"), None
     except ContractError as exc:
         contract, error = None, str(exc)
+    try:
+        records = _read_ledger(path)
+    except WorldFormatError:
+        records = []  # an unreadable ledger is a verdict (the ledger check fails), not a refusal
+    _check_ledger_paths(path, records)  # a name that leaves the world is a refusal
     return World(path=path, meta=meta, raw_contract=raw, contract=contract, contract_error=error)
+
+
+def _read_ledger(root: Path) -> list:
+    path = check_in_world(root, root / "ledger.jsonl", MAX_LEDGER_BYTES)
+    return [record for _, record in iter_jsonl(path, max_bytes=MAX_LEDGER_BYTES, what="ledger")]
+
+
+def _check_ledger_paths(root: Path, records: list) -> None:
+    """The projection step names the files the ledger check will hash: they must stay inside the world."""
+    for record in records:
+        outputs = record.get("outputs") if isinstance(record, dict) else None
+        if isinstance(record, dict) and record.get("name") == "projection" and isinstance(outputs, dict):
+            unsafe = next((rel for rel in outputs if not is_plain_relative(rel)), None)
+            if unsafe is not None:
+                raise WorldFormatError(
+                    f"{one_line(root / 'ledger.jsonl')}: projection output {one_line(repr(unsafe), 80)} leaves the world"
+                )
+
+
+def scan_world(root: Path) -> None:
+    """lstat every entry of a world: regular files and directories, or links that stay inside, only."""
+    try:
+        real_root = os.path.realpath(root)
+        if not os.path.isdir(real_root):
+            raise WorldFormatError(f"{one_line(root)}: not a directory")
+        count = 0
+        for folder, dirs, files in os.walk(root, followlinks=False, onerror=_raise):
+            for name in dirs + files:
+                count += 1
+                if count > MAX_WORLD_ENTRIES:
+                    raise WorldFormatError(f"{one_line(root)}: more than {MAX_WORLD_ENTRIES} entries; not a world")
+                entry = Path(folder) / name
+                info = os.lstat(entry)
+                if stat.S_ISLNK(info.st_mode):
+                    _check_link(real_root, entry)
+                elif not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+                    raise WorldFormatError(
+                        f"{one_line(entry)}: {kind_of(info.st_mode)} in a world; refusing to open it"
+                    )
+                elif info.st_size > MAX_DATA_FILE_BYTES and stat.S_ISREG(info.st_mode):
+                    raise WorldFormatError(
+                        f"{one_line(entry)}: larger than {MAX_DATA_FILE_BYTES // MIB} MiB; refusing to read it"
+                    )
+    except OSError as exc:
+        raise WorldFormatError(f"{one_line(root)}: cannot read the world ({exc.strerror or exc})") from None
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
+def _check_link(real_root: str, entry: Path) -> None:
+    target = os.path.realpath(entry)
+    if os.path.commonpath([real_root, target]) != real_root:
+        raise WorldFormatError(f"{one_line(entry)}: a symbolic link out of the world; refusing to follow it")
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        raise WorldFormatError(f"{one_line(entry)}: a symbolic link that leads nowhere; refusing it") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise WorldFormatError(f"{one_line(entry)}: a link to {kind_of(mode)}; refusing to open it")
+
+
+def check_in_world(root: Path, path: Path, max_bytes: int = MAX_DATA_FILE_BYTES) -> Path:
+    """`path`, once lstat has shown it is a regular file of at most `max_bytes` inside the world `root`.
+
+    A missing file is returned as is (the reader reports it); anything else raises WorldFormatError.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise WorldFormatError(f"{one_line(path)}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISLNK(info.st_mode):
+        _check_link(os.path.realpath(root), path)
+        try:
+            info = os.stat(path)
+        except OSError:
+            return path
+    if not stat.S_ISREG(info.st_mode):
+        raise WorldFormatError(f"{one_line(path)}: {kind_of(info.st_mode)}, not a regular file; refusing to open it")
+    if info.st_size > max_bytes:
+        raise WorldFormatError(f"{one_line(path)}: larger than {max_bytes // MIB} MiB; refusing to read it")
+    return path
 
 
 def read_observed(world: World, d: Deliverable) -> pl.DataFrame:
@@ -100,7 +219,9 @@ def read_observed(world: World, d: Deliverable) -> pl.DataFrame:
 
 
 def _read(world: World, d: Deliverable) -> pl.DataFrame:
-    path = world.path / "observed" / d.file
+    if not is_plain_relative(d.file):
+        raise WorldFormatError(f"observed/{one_line(d.file, 80)}: a deliverable name that leaves observed/")
+    path = check_in_world(world.path, world.path / "observed" / d.file)
     try:
         match d.format:
             case "csv":
@@ -110,7 +231,8 @@ def _read(world: World, d: Deliverable) -> pl.DataFrame:
             case "jsonl":
                 return pl.read_ndjson(path, infer_schema_length=None)
             case "json":
-                return pl.DataFrame(json.loads(path.read_text())["records"], infer_schema_length=None)
+                data = read_bytes(path, max_bytes=MAX_DATA_FILE_BYTES, what="observed file")
+                return pl.DataFrame(loads(data, where=f"observed/{d.file}")["records"], infer_schema_length=None)
             case "xlsx":
                 sheets = pl.read_excel(path, sheet_id=0, engine="openpyxl")
                 return pl.concat(list(sheets.values()), how="vertical_relaxed")

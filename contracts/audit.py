@@ -14,7 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from contracts.model import SCHEMA_VERSION
 
 CHECKS = ("contract", "ledger", "invariants", "edges", "projection", "recoverability", "non_triviality")
-CheckName = Literal["contract", "ledger", "invariants", "edges", "projection", "recoverability", "non_triviality"]
+# recorded_verdict appears only when world.json's recorded verdict disagrees with the audit.
+CheckName = Literal[
+    "contract", "ledger", "invariants", "edges", "projection", "recoverability", "non_triviality", "recorded_verdict"
+]
 
 
 class _Model(BaseModel):

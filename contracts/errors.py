@@ -13,6 +13,8 @@ from collections.abc import Iterable
 class WorldgenError(Exception):
     """Base class for problems caused by user input (flags, files, worlds)."""
 
+    exit_code = 2
+
 
 class InputError(WorldgenError):
     """A flag or argument is invalid."""
@@ -32,6 +34,22 @@ class ContractError(WorldgenError):
 
 class WorldFormatError(WorldgenError):
     """A world or build directory on disk is unreadable or malformed."""
+
+
+class BuildError(WorldgenError):
+    """A world could not be built (a worker crashed or died); the finished worlds are kept."""
+
+    exit_code = 1
+
+
+class BuildInterrupted(BaseException):
+    """A build stopped by a signal after committing only whole worlds; like KeyboardInterrupt, not an Exception."""
+
+    def __init__(self, signum: int, committed: int | None = None, manifest: str | None = None) -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.committed = committed
+        self.manifest = manifest
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -10,13 +10,15 @@ structural rules pydantic cannot express and reports every problem at once.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contracts.errors import ContractError, raise_collected
+from contracts.safeio import MIB, read_json
+
+MAX_CONTRACT_BYTES = 16 * MIB  # ours are ~40 KiB
 
 SCHEMA_VERSION = "2.0"
 MECHANISM_KINDS = (
@@ -494,10 +496,7 @@ def _phenomenon_problems(contract: Contract) -> list[str]:
 
 def load_contract(path: Path) -> Contract:
     """Read and validate contract.json; any problem becomes one ContractError naming the file."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ContractError(f"{path}: cannot read contract: {exc}") from None
+    raw = read_json(path, max_bytes=MAX_CONTRACT_BYTES, what="contract", error=ContractError)
     if isinstance(raw, dict) and raw.get("schema_version") not in (None, SCHEMA_VERSION):
         raise ContractError(
             f"{path}: schema_version {raw.get('schema_version')!r} is not the supported {SCHEMA_VERSION!r}"

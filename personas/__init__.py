@@ -6,7 +6,6 @@ the optional `focus`, the variable whose change the world is built around.
 
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 
@@ -14,8 +13,12 @@ from pydantic import ValidationError
 
 from contracts.errors import PersonaError, did_you_mean
 from contracts.model import Persona
+from contracts.safeio import MIB, loads, one_line, read_text
 
 REQUIRED = ("id", "domain", "role", "organisation", "region", "concern")
+MAX_PERSONA_FILE_BYTES = 16 * MIB  # the library's 223 personas take 60 KiB
+MAX_RECORD_CHARS = 16_384
+MAX_FIELD_CHARS = 2_000  # a field is a phrase that goes into prompts; longer is a pasted document, not a persona
 
 
 def parse_persona_lines(lines: list[str], source: str) -> list[Persona]:
@@ -26,16 +29,22 @@ def parse_persona_lines(lines: list[str], source: str) -> list[Persona]:
         if not line.strip():
             continue
         where = f"{source}: record {number}"
-        try:
-            raw = json.loads(line)
-        except ValueError as exc:
-            raise PersonaError(f"{where}: not valid JSON ({exc.msg})") from None
+        if len(line) > MAX_RECORD_CHARS:
+            raise PersonaError(f"{where}: longer than {MAX_RECORD_CHARS} characters")
+        raw = loads(line, where=where, error=PersonaError)
         if not isinstance(raw, dict):
             raise PersonaError(f"{where}: expected a JSON object, got {type(raw).__name__}")
         for field in REQUIRED:
             value = raw.get(field)
             if not isinstance(value, str) or not value.strip():
-                raise PersonaError(f"{where}: field {field!r} must be a non-empty string, got {value!r}")
+                raise PersonaError(
+                    f"{where}: field {field!r} must be a non-empty string, got {one_line(repr(value), 80)}"
+                )
+        for field, value in raw.items():
+            if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+                raise PersonaError(
+                    f"{where}: field {one_line(repr(field), 40)} is longer than {MAX_FIELD_CHARS} characters"
+                )
         try:
             persona = Persona.model_validate(raw)
         except ValidationError as exc:
@@ -52,11 +61,9 @@ def parse_persona_lines(lines: list[str], source: str) -> list[Persona]:
 
 
 def load_persona_file(path: Path) -> list[Persona]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PersonaError(f"{path}: cannot read persona file: {exc}") from None
-    return parse_persona_lines(text.splitlines(), str(path))
+    """A user's JSONL persona file: a bounded regular UTF-8 file (never a FIFO or a device)."""
+    text = read_text(path, max_bytes=MAX_PERSONA_FILE_BYTES, what="persona file", error=PersonaError)
+    return parse_persona_lines(text.split("\n"), one_line(path))
 
 
 def builtin_personas() -> list[Persona]:

@@ -33,9 +33,13 @@ def test_installed_command_builds_resumes_and_lists_domains(tmp_path):
 
 
 def _corrupt_manifest(tmp: Path) -> list[str]:
+    from worldgen.build import BuildConfig, _build_record, validate_config
+
     out = tmp / "m"
     out.mkdir()
-    (out / "manifest.jsonl").write_text('{"index": 0}\n{not json\n')
+    cfg = BuildConfig(n=1, size="small", out=out)
+    (out / "build.json").write_text(json.dumps(_build_record(cfg, validate_config(cfg))))
+    (out / "manifest.jsonl").write_text('{"index": 0}\n[1]\n')
     return ["build", "--n", "1", "--size", "small", "--out", str(out)]
 
 

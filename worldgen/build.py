@@ -1,31 +1,84 @@
-"""`worldgen build`: many worlds, in parallel, resumable, each committed atomically.
+"""`worldgen build`: many worlds, in parallel, resumable, each committed atomically, into a directory we own.
 
-World k depends only on (seed, k, size, persona pool, defect settings), never on N, the worker count or
-the order in which workers finish. `build.json` pins those settings for an output directory so that a
-re-run resumes the same build instead of mixing two; `manifest.jsonl` is rewritten in world order.
+World k depends only on (seed, k, size, persona pool, defect settings), never on N, the worker count, the
+order in which workers finish, interrupts or resumes.
+
+The output directory is the user's disk, so the build follows four rules:
+
+- **Ownership.** `build.json` marks a directory as a worldgen build (format and version) and pins its
+  settings. A non-empty directory without it is refused untouched. Inside a build we only delete or rewrite
+  what we can prove we created: `worlds/.tmp-<world id of this build>`, our manifest, our lock file.
+  A world directory that is not a finished world of *this* build is refused, never adopted.
+- **Check, then write.** Every check (flags, personas, the directory, every finished world) runs read-only
+  before the first byte is written, and again under the lock.
+- **One builder at a time.** An exclusive `flock` on `build.lock` inside the directory; a second build
+  into it is refused at once, naming the holder's pid.
+- **Whole worlds only.** The manifest is rebuilt from the committed worlds' own `world.json` files, so
+  a resumed, interrupted or parallel build writes the same bytes as an uninterrupted one. SIGINT, SIGTERM
+  and SIGHUP stop the build: no new world is handed out, the in-flight ones are dropped (their `.tmp-`
+  directories removed), the manifest lists exactly the committed worlds. Workers die with their parent
+  (PR_SET_PDEATHSIG on Linux, and a watchdog thread polling the parent pid everywhere).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import fcntl
 import hashlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import signal
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from multiprocessing.connection import wait
 from pathlib import Path
 
-from contracts.errors import InputError, WorldFormatError, did_you_mean
+from contracts.errors import BuildError, BuildInterrupted, InputError, WorldFormatError, did_you_mean
 from contracts.model import SCHEMA_VERSION, Persona
+from contracts.safeio import KIB, MIB, atomic_write, iter_jsonl, kind_of, lstat_or_none, one_line, read_json
 from personas import builtin_personas, check_against_packs, load_persona_file
 from worldgen.contract import SIZES, WorldSpec
 from worldgen.observe import DefectSettings
 from worldgen.packs import builtin_domains, builtin_packs, get_pack
 from worldgen.pipeline import build_world
 from worldgen.seeding import check_seed, rng_for
-from worldgen.write import dump_json
+
+BUILD_FORMAT = "worldgen-build"  # build.json's marker: this directory was created by `worldgen build`
+BUILD_FORMAT_VERSION = 1
+BUILD_FILE = "build.json"
+LOCK_FILE = "build.lock"
+MANIFEST_FILE = "manifest.jsonl"
+TIMINGS_FILE = "timings.jsonl"
+WORLDS_DIR = "worlds"
+LEGACY_BUILD_KEYS = frozenset({"schema_version", "seed", "size", "domains", "personas_sha256", "defect_scale"})
+
+MAX_N = 10_000_000  # ~4 months of building at 1 world/s; a larger --n is a typo, and its plan would not fit in memory
+MAX_WORKERS = 256
+MAX_BUILD_JSON_BYTES = 64 * KIB  # ours is ~300 bytes
+MAX_WORLD_JSON_BYTES = 16 * MIB  # ours is ~3 KiB
+MAX_MANIFEST_BYTES = 4 << 30  # 10^7 entries of ~200 bytes
+# Peak RSS of one worker building and auditing worlds (benchmarks/bench_memory.py: small 195-207 MiB, default
+# 264-288 and up to 354 over 50 worlds, large 758-808), rounded up by ~15-25%: K workers need about K times
+# this, and more than the machine's physical memory is refused before anything is built.
+WORKER_PEAK_MIB = {"small": 260, "default": 400, "large": 950}
+# Address-space cap of a worker process: ~3x the largest world's virtual peak (2.4 GiB at --size large), so a
+# runaway world fails with one line instead of taking the machine down. Workers only, never the caller's process.
+WORKER_ADDRESS_SPACE = 8 << 30
+WATCHDOG_SECONDS = 0.5  # how often a worker checks that its parent is alive
+STOP_GRACE_SECONDS = 5.0  # how long a worker may take to exit after being told to, before it is killed
+
+_WORLD_ID = re.compile(r"^(?P<domain>[a-z][a-z0-9_]*)-s(?P<seed>[0-9]+)-(?P<index>[0-9]{5,})$")
+# What contracts.safeio.atomic_write leaves if killed mid-write (and the manifest temp of earlier versions).
+_OWN_TEMP = re.compile(r"^(\.(build\.json|manifest\.jsonl)\.[0-9]+-[0-9a-f]{8}\.tmp|manifest\.jsonl\.tmp)$")
+MANIFEST_FIELDS = ("world_id", "seed", "index", "domain", "status")
 
 
 @dataclass(frozen=True)
@@ -38,6 +91,10 @@ class BuildConfig:
     domains: tuple[str, ...] = ()
     personas_file: Path | None = None
     defect_scale: float = 1.0
+    # Build every world in a spawned worker, even with one worker (the CLI does): an interrupt then never
+    # unwinds through library code mid-write, and the worker's address-space cap applies. In-process (the
+    # default for one worker) saves the worker's start-up, which tests and benchmarks prefer.
+    isolate: bool = False
 
 
 @dataclass
@@ -52,13 +109,16 @@ def validate_config(cfg: BuildConfig) -> list[Persona]:
     """Check every flag before anything is written; return the persona pool."""
     if isinstance(cfg.n, bool) or not isinstance(cfg.n, int) or cfg.n < 1:
         raise InputError(f"--n must be a positive integer, got {cfg.n!r}")
+    if cfg.n > MAX_N:
+        raise InputError(f"--n {cfg.n} is over the limit of {MAX_N:,} worlds per build; build in several --out")
     check_seed(cfg.seed)
-    if cfg.workers < 1 or cfg.workers > 256:
-        raise InputError(f"--workers must be between 1 and 256, got {cfg.workers}")
+    if isinstance(cfg.workers, bool) or not isinstance(cfg.workers, int) or not 1 <= cfg.workers <= MAX_WORKERS:
+        raise InputError(f"--workers must be between 1 and {MAX_WORKERS}, got {cfg.workers}")
     if cfg.size not in SIZES:
         raise InputError(f"--size {cfg.size!r} is not one of {', '.join(SIZES)}{did_you_mean(cfg.size, SIZES)}")
     if not 0 <= cfg.defect_scale <= 5:
         raise InputError(f"--defect-scale must be in [0, 5], got {cfg.defect_scale}")
+    _check_memory_plan(cfg)
     domains = builtin_domains()
     for d in cfg.domains:
         if d not in domains:
@@ -73,6 +133,21 @@ def validate_config(cfg: BuildConfig) -> list[Persona]:
         if not pool:
             raise InputError(f"no persona belongs to the domains {', '.join(cfg.domains)}")
     return sorted(pool, key=lambda p: p.id)
+
+
+def _check_memory_plan(cfg: BuildConfig) -> None:
+    """K workers each holding one world of the chosen size must fit in physical memory."""
+    import psutil
+
+    workers = min(cfg.workers, cfg.n)
+    need = workers * WORKER_PEAK_MIB[cfg.size] * MIB
+    total = psutil.virtual_memory().total
+    if need > total:
+        raise InputError(
+            f"--workers {workers} at --size {cfg.size} needs about {need / (1 << 30):.1f} GiB "
+            f"({WORKER_PEAK_MIB[cfg.size]} MiB per worker) but this machine has {total / (1 << 30):.1f} GiB; "
+            f"use at most {max(1, total // (WORKER_PEAK_MIB[cfg.size] * MIB))} workers"
+        )
 
 
 def persona_for(seed: int, index: int, pool: list[Persona]) -> Persona:
@@ -91,124 +166,638 @@ def _settings_fingerprint(cfg: BuildConfig, pool: list[Persona]) -> dict:
     }
 
 
-def prepare_out(cfg: BuildConfig, pool: list[Persona]) -> dict[int, dict]:
-    """Create or resume the output directory; return the finished worlds' manifest entries by index."""
-    worlds = cfg.out / "worlds"
+def _build_record(cfg: BuildConfig, pool: list[Persona]) -> dict:
+    return {"format": BUILD_FORMAT, "format_version": BUILD_FORMAT_VERSION} | _settings_fingerprint(cfg, pool)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The output directory: read-only inspection, then the lock, then the first writes.
+
+
+@dataclass
+class OutState:
+    """What is in --out, established without writing anything."""
+
+    exists: bool
+    marked: bool  # build.json carries our current marker
+    stale: list[Path]  # worlds/.tmp-<id of this build> and our own temporary files: from a crashed run
+    done: dict[int, dict]  # finished worlds of this build: index -> manifest entry
+
+
+def inspect_out(cfg: BuildConfig, pool: list[Persona], holding_lock: bool = False) -> OutState:
+    """Establish, read-only, that --out is empty or a build of these settings; refuse anything else."""
+    out = cfg.out
+    info = _lstat(out)
+    if info is None:
+        _check_creatable(out)
+        return OutState(exists=False, marked=False, stale=[], done={})
+    if stat.S_ISLNK(info.st_mode):  # the user's own link to a directory is theirs to choose; follow it once
+        try:
+            info = os.stat(out)
+        except OSError as exc:
+            raise InputError(f"--out {one_line(out)}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise InputError(f"--out {one_line(out)} is {kind_of(info.st_mode)}, not a directory")
     try:
-        worlds.mkdir(parents=True, exist_ok=True)
-        probe = cfg.out / f".write-probe-{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
+        names = set(os.listdir(out))
     except OSError as exc:
-        raise InputError(f"cannot write to --out {cfg.out}: {exc.strerror or exc}") from None
-    fingerprint = _settings_fingerprint(cfg, pool)
-    build_file = cfg.out / "build.json"
-    if build_file.exists():
-        try:
-            previous = json.loads(build_file.read_text())
-        except ValueError:
+        raise InputError(f"cannot read --out {one_line(out)}: {exc.strerror or exc}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write to --out {one_line(out)}: permission denied")
+    if LOCK_FILE in names and not holding_lock:
+        _check_unlocked(out)
+    temps = [out / n for n in sorted(names) if _OWN_TEMP.match(n) and stat.S_ISREG(os.lstat(out / n).st_mode)]
+    if not names - {LOCK_FILE} - {t.name for t in temps if t.name.startswith(".build.json.")}:
+        if LOCK_FILE in names:  # a build that died before writing build.json: the directory is still ours
+            _own_regular(out, LOCK_FILE)
+        return OutState(exists=True, marked=False, stale=temps, done={})
+    if BUILD_FILE not in names:
+        raise InputError(
+            f"--out {one_line(out)} is not empty and is not a worldgen build (no {BUILD_FILE}); "
+            "build into a new or empty directory"
+        )
+    _own_regular(out, BUILD_FILE)
+    previous = read_json(out / BUILD_FILE, max_bytes=MAX_BUILD_JSON_BYTES, what="build settings")
+    marked = _check_build_record(out, previous, _build_record(cfg, pool))
+    for name, kind in ((MANIFEST_FILE, "file"), (TIMINGS_FILE, "file"), (LOCK_FILE, "file"), (WORLDS_DIR, "dir")):
+        if name in names:
+            _own_regular(out, name, kind)
+    if MANIFEST_FILE in names:
+        _check_manifest(out / MANIFEST_FILE)
+    stale, done = _inspect_worlds(cfg, pool) if WORLDS_DIR in names else ([], {})
+    return OutState(exists=True, marked=marked, stale=stale + temps, done=done)
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return lstat_or_none(path)
+    except OSError as exc:
+        raise InputError(f"cannot write to --out {one_line(path)}: {exc.strerror or exc}") from None
+
+
+def _check_creatable(out: Path) -> None:
+    """--out does not exist: its nearest existing ancestor must be a writable directory."""
+    parent = out.absolute().parent
+    try:
+        while lstat_or_none(parent) is None:
+            parent = parent.parent
+        info = os.stat(parent)
+    except OSError as exc:
+        raise InputError(f"cannot write to --out {one_line(out)}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise InputError(f"cannot write to --out {one_line(out)}: {one_line(parent)} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write to --out {one_line(out)}: {one_line(parent)} is not writable")
+
+
+def _own_regular(out: Path, name: str, kind: str = "file") -> None:
+    """One of our own names must be what we would have created: a plain file or directory, never a link."""
+    info = os.lstat(out / name)
+    ok = stat.S_ISDIR(info.st_mode) if kind == "dir" else stat.S_ISREG(info.st_mode)
+    if not ok:
+        raise WorldFormatError(
+            f"{one_line(out / name)} is {kind_of(info.st_mode)}, not the {kind} worldgen writes; "
+            "this is not a build worldgen can resume"
+        )
+
+
+def _check_build_record(out: Path, previous: object, record: dict) -> bool:
+    """build.json must be ours (marker and version) and pin the same settings; return whether it is current."""
+    where = f"{one_line(out / BUILD_FILE)}"
+    if not isinstance(previous, dict):
+        raise WorldFormatError(f"{where}: not a worldgen build record (a JSON object); use another --out")
+    if "format" in previous:
+        if previous.get("format") != BUILD_FORMAT:
+            raise WorldFormatError(f"{where}: not a worldgen build record (format {previous['format']!r})")
+        if previous.get("format_version") != BUILD_FORMAT_VERSION:
             raise WorldFormatError(
-                f"{build_file}: corrupt build settings (not JSON); remove it or use another --out"
-            ) from None
-        changed = sorted(k for k in fingerprint if previous.get(k) != fingerprint[k])
-        if changed:
-            raise InputError(
-                f"--out {cfg.out} holds a build with different {', '.join(changed)}; use another --out to keep both"
+                f"{where}: build format version {previous.get('format_version')!r} is not the supported "
+                f"{BUILD_FORMAT_VERSION}; use the worldgen that made it or another --out"
             )
+        marked = True
+    elif set(previous) == LEGACY_BUILD_KEYS:  # written by worldgen before the marker existed: the same record
+        marked = False
     else:
-        dump_json(build_file, fingerprint)
-    read_manifest(cfg.out / "manifest.jsonl")  # refuse a corrupt manifest before touching anything
-    done: dict[int, dict] = {}  # the world directories, not the manifest, say what is finished
-    for stale in worlds.glob(".tmp-*"):  # a crashed run's half-written world
-        shutil.rmtree(stale, ignore_errors=True)
-    for world in worlds.iterdir():
-        meta = world / "world.json"
-        if world.name.startswith(".") or not meta.is_file():
-            continue
-        try:
-            info = json.loads(meta.read_text())
-            done[int(info["index"])] = {k: info[k] for k in ("world_id", "seed", "index", "domain", "status")} | {
-                "path": f"worlds/{world.name}"
-            }
-        except (ValueError, KeyError, TypeError):
-            raise WorldFormatError(f"{meta}: corrupt world manifest; delete {world} to rebuild it") from None
-    return done
+        raise WorldFormatError(f"{where}: not a worldgen build record (no 'format' marker); use another --out")
+    changed = sorted(k for k in LEGACY_BUILD_KEYS if previous.get(k) != record[k])
+    if changed:
+        raise InputError(
+            f"--out {one_line(out)} holds a build with different {', '.join(changed)}; use another --out to keep both"
+        )
+    return marked
 
 
-def read_manifest(path: Path) -> dict[int, dict]:
-    entries: dict[int, dict] = {}
-    if not path.exists():
-        return entries
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-            entries[int(entry["index"])] = entry
-        except (ValueError, KeyError, TypeError):
+def _check_manifest(path: Path) -> None:
+    """Our manifest is rewritten from the worlds, but a corrupt one means someone else edited it: refuse."""
+    for number, entry in iter_jsonl(path, max_bytes=MAX_MANIFEST_BYTES, max_line_bytes=64 * KIB, what="manifest"):
+        index = entry.get("index") if isinstance(entry, dict) else None
+        if isinstance(index, bool) or not isinstance(index, int):
             raise WorldFormatError(
-                f"{path}: line {number} is not a manifest entry; fix or delete the manifest"
-            ) from None
-    return entries
+                f"{one_line(path)}: line {number} is not a manifest entry; fix or delete the manifest"
+            )
 
 
-def _build_one(seed: int, index: int, persona: Persona, size: str, worlds: str, scale: float) -> tuple[dict, dict]:
-    world = WorldSpec(seed=seed, index=index, size=size, persona=persona)
-    result = build_world(world, get_pack(persona.domain), Path(worlds), DefectSettings(scale=scale))
-    return result.entry, {"world_id": result.world_id, "index": index, **result.timings}
+def _inspect_worlds(cfg: BuildConfig, pool: list[Persona]) -> tuple[list[Path], dict[int, dict]]:
+    """Every entry of worlds/ must be a finished world of this build or one of its own .tmp- leftovers."""
+    worlds = cfg.out / WORLDS_DIR
+    stale: list[Path] = []
+    done: dict[int, dict] = {}
+    try:
+        names = sorted(os.listdir(worlds))
+    except OSError as exc:
+        raise WorldFormatError(f"cannot read {one_line(worlds)}: {exc.strerror or exc}") from None
+    for name in names:
+        path = worlds / name
+        info = os.lstat(path)
+        world_name = name.removeprefix(".tmp-")
+        index = _index_of(cfg, pool, world_name)
+        if index is None or not stat.S_ISDIR(info.st_mode):
+            what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else f"{name!r}"
+            raise WorldFormatError(
+                f"{one_line(path)}: {what} was not made by this build (seed {cfg.seed}); "
+                "move it out of --out, worldgen never adopts or deletes what it did not create"
+            )
+        if name.startswith(".tmp-"):
+            stale.append(path)
+            continue
+        done[index] = world_entry(cfg, pool, path, index)
+    return stale, done
+
+
+def _index_of(cfg: BuildConfig, pool: list[Persona], name: str) -> int | None:
+    """The world index if `name` is exactly the id this build gives that world, else None."""
+    match = _WORLD_ID.match(name)
+    if not match or int(match["seed"]) != cfg.seed:
+        return None
+    index = int(match["index"])
+    if index >= MAX_N or world_id_for(cfg.seed, index, persona_for(cfg.seed, index, pool).domain) != name:
+        return None
+    return index
+
+
+def world_entry(cfg: BuildConfig, pool: list[Persona], path: Path, index: int) -> dict:
+    """The manifest entry of a committed world, from its own world.json (the one source for every run)."""
+    meta_path = path / "world.json"
+    meta = read_json(meta_path, max_bytes=MAX_WORLD_JSON_BYTES, what="world manifest")
+    persona = persona_for(cfg.seed, index, pool)
+    expected = {
+        "schema_version": SCHEMA_VERSION,
+        "world_id": path.name,
+        "seed": cfg.seed,
+        "index": index,
+        "domain": persona.domain,
+        "persona_id": persona.id,
+        "size": cfg.size,
+    }
+    problem = None
+    if not isinstance(meta, dict):
+        problem = "not a JSON object"
+    else:
+        wrong = [k for k, v in expected.items() if meta.get(k) != v or type(meta.get(k)) is not type(v)]
+        audit = meta.get("audit")
+        if wrong:
+            problem = f"{wrong[0]} is {meta.get(wrong[0])!r}, this build expects {expected[wrong[0]]!r}"
+        elif meta.get("status") not in ("pass", "fail"):
+            problem = f"status is {meta.get('status')!r}, not a finished world's 'pass' or 'fail'"
+        elif not isinstance(audit, dict) or audit.get("verdict") != meta["status"]:
+            problem = "its recorded audit verdict disagrees with its status"
+        elif not isinstance(meta.get("tasks"), list) or not all(isinstance(t, str) for t in meta["tasks"]):
+            problem = "tasks is not a list of task ids"
+    if problem:
+        raise WorldFormatError(
+            f"{one_line(meta_path)}: not a finished world of this build ({one_line(problem, 160)}); "
+            f"delete {one_line(path)} to rebuild it"
+        )
+    return {k: meta[k] for k in MANIFEST_FIELDS} | {"tasks": len(meta["tasks"]), "path": f"{WORLDS_DIR}/{path.name}"}
+
+
+def _check_unlocked(out: Path) -> None:
+    """Read-only: refuse at once, naming the holder, if another build holds --out's lock right now."""
+    _own_regular(out, LOCK_FILE)
+    try:
+        fd = os.open(out / LOCK_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return  # gone or unreadable: taking the lock will say why
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise _locked_error(out, fd) from None
+    finally:
+        os.close(fd)  # closing drops the shared lock we may have taken
+
+
+def _locked_error(out: Path, fd: int) -> InputError:
+    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+    return InputError(
+        f"--out {one_line(out)} is being built by another worldgen build (pid {one_line(holder, 32)}); "
+        "wait for it to finish or use another --out"
+    )
+
+
+class BuildLock:
+    """An exclusive flock on --out/build.lock; the file holds the holder's pid while it is held."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        path = self.out / LOCK_FILE
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+        except OSError as exc:
+            raise InputError(f"cannot write to --out {one_line(self.out)}: {exc.strerror or exc}") from None
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise WorldFormatError(f"{one_line(path)} is {kind_of(mode)}, not the lock file worldgen writes")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise _locked_error(self.out, fd) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, 0)  # an empty lock file after a clean exit: the directory stays byte-stable
+            os.close(self.fd)  # closing the descriptor drops the flock
+            self.fd = None
+
+
+def open_out(cfg: BuildConfig) -> BuildLock:
+    """Create --out if needed and take its lock; the first writes of a build."""
+    try:
+        cfg.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write to --out {one_line(cfg.out)}: {exc.strerror or exc}") from None
+    lock = BuildLock(cfg.out)
+    lock.acquire()
+    return lock
+
+
+def _prepare(cfg: BuildConfig, pool: list[Persona], state: OutState) -> None:
+    """Under the lock and after every check: stamp build.json, create worlds/, remove our own leftovers."""
+    try:
+        if not state.marked:
+            atomic_write(cfg.out / BUILD_FILE, json.dumps(_build_record(cfg, pool), indent=2) + "\n")
+        (cfg.out / WORLDS_DIR).mkdir(exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot write to --out {one_line(cfg.out)}: {exc.strerror or exc}") from None
+    for stale in state.stale:  # named as only this build names things, and checked with lstat: ours
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+
+
+def committed_worlds(cfg: BuildConfig, pool: list[Persona]) -> dict[int, dict]:
+    """The manifest entries of every world committed in --out, read back from disk."""
+    return _inspect_worlds(cfg, pool)[1]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Running the worlds.
+
+
+class _Signals:
+    """SIGINT, SIGTERM and SIGHUP raise BuildInterrupted while armed, and are only recorded while shielded."""
+
+    NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.shielded = True
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for name in self.NAMES:
+                if hasattr(signal, name):
+                    sig = getattr(signal, name)
+                    self.previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.received is None:
+            self.received = signum
+        if not self.shielded:
+            self.shielded = True  # one raise per build; later signals are only recorded
+            raise BuildInterrupted(signum)
+
+    def check(self) -> None:
+        """Raise now if a signal arrived while shielded."""
+        if self.received is not None:
+            self.shielded = True
+            raise BuildInterrupted(self.received)
+
+
+@contextlib.contextmanager
+def _armed(signals: _Signals) -> Iterator[None]:
+    signals.shielded = False
+    try:
+        signals.check()
+        yield
+    finally:
+        signals.shielded = True
 
 
 def run_build(cfg: BuildConfig, on_world: Callable[[dict], None] | None = None) -> BuildSummary:
     pool = validate_config(cfg)
-    done = prepare_out(cfg, pool)
-    summary = BuildSummary(skipped=sum(1 for k in done if k < cfg.n))
-    todo = [k for k in range(cfg.n) if k not in done]
-    jobs = [
-        (cfg.seed, k, persona_for(cfg.seed, k, pool), cfg.size, str(cfg.out / "worlds"), cfg.defect_scale) for k in todo
-    ]
-    try:
-        if cfg.workers == 1 or len(jobs) <= 1:
-            for job in jobs:
-                _record(summary, done, *_build_one(*job), on_world)
-        else:
-            # spawn, not fork: forking after polars has started its thread pool can deadlock the children.
-            context = multiprocessing.get_context("spawn")
-            # Worlds are the unit of parallelism: each worker gets cores // workers polars and BLAS threads (the
-            # audit's regressions use BLAS), so K workers never oversubscribe the machine.
-            threads = str(max(1, (os.cpu_count() or 1) // cfg.workers))
-            for knob in ("POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-                os.environ.setdefault(knob, threads)
-            with ProcessPoolExecutor(max_workers=cfg.workers, mp_context=context) as pool_exec:
-                futures = [pool_exec.submit(_build_one, *job) for job in jobs]
-                for future in as_completed(futures):
-                    _record(summary, done, *future.result(), on_world)
-    finally:
-        _write_manifest(cfg.out, done)
-        _append_timings(cfg.out, summary.timings)
-    summary.entries = [done[k] for k in sorted(done)]
+    state = inspect_out(cfg, pool)  # read-only: a refusal leaves --out exactly as it was
+    summary = BuildSummary()
+    with _Signals() as signals:
+        lock = open_out(cfg)
+        try:
+            state = inspect_out(cfg, pool, holding_lock=True)  # again, now that no other build can change it
+            _prepare(cfg, pool, state)
+            summary.skipped = sum(1 for k in state.done if k < cfg.n)
+            todo = (k for k in range(cfg.n) if k not in state.done)
+            remaining = cfg.n - summary.skipped
+            try:
+                with _armed(signals), _Timings(cfg.out / TIMINGS_FILE) as timings:
+                    record = _recorder(summary, timings, on_world)
+                    if remaining <= 0:
+                        pass
+                    elif not cfg.isolate and (cfg.workers == 1 or remaining == 1):
+                        _run_in_process(cfg, pool, todo, record)
+                    else:
+                        _run_workers(cfg, pool, todo, min(cfg.workers, remaining), record, signals)
+            finally:
+                done = committed_worlds(cfg, pool)  # exactly what is on disk, whatever happened
+                _write_manifest(cfg.out, done)
+                summary.entries = [done[k] for k in sorted(done)]
+        except BuildInterrupted as exc:
+            exc.committed = len(summary.entries)
+            exc.manifest = str(cfg.out / MANIFEST_FILE)
+            raise
+        finally:
+            lock.release()
     return summary
 
 
-def _record(summary: BuildSummary, done: dict, entry: dict, timing: dict, on_world) -> None:
-    entry["path"] = f"worlds/{entry['world_id']}"
-    done[entry["index"]] = entry
-    summary.built += 1
-    summary.timings.append(timing)
-    if on_world:
-        on_world(entry)
+def _recorder(summary: BuildSummary, timings: _Timings, on_world: Callable[[dict], None] | None):
+    def record(timing: dict) -> None:
+        summary.built += 1
+        summary.timings.append(timing)
+        timings.append(timing)
+        if on_world:
+            on_world(timing)
+
+    return record
+
+
+def world_id_for(seed: int, index: int, domain: str) -> str:
+    return f"{domain}-s{seed}-{index:05d}"
+
+
+def _build_one(seed: int, index: int, persona: Persona, size: str, worlds: str, scale: float) -> dict:
+    world = WorldSpec(seed=seed, index=index, size=size, persona=persona)
+    result = build_world(world, get_pack(persona.domain), Path(worlds), DefectSettings(scale=scale))
+    return {"world_id": result.world_id, "index": index, **result.timings}
+
+
+def _job(cfg: BuildConfig, pool: list[Persona], k: int) -> tuple:
+    return (cfg.seed, k, persona_for(cfg.seed, k, pool), cfg.size, str(cfg.out / WORLDS_DIR), cfg.defect_scale)
+
+
+def _run_in_process(cfg: BuildConfig, pool: list[Persona], todo: Iterator[int], record) -> None:
+    for k in todo:
+        try:
+            timing = _build_one(*_job(cfg, pool, k))
+        except Exception as exc:  # a world that cannot be built stops the build with one line, never a traceback
+            raise BuildError(_failure(cfg, pool, k, exc)) from exc
+        record(timing)
+
+
+def _failure(cfg: BuildConfig, pool: list[Persona], k: int, exc: BaseException | str) -> str:
+    world = world_id_for(cfg.seed, k, persona_for(cfg.seed, k, pool).domain)
+    reason = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    return f"world {k} ({world}) could not be built: {one_line(reason, 200)}; finished worlds are kept"
+
+
+@dataclass
+class _Worker:
+    process: multiprocessing.process.BaseProcess
+    conn: multiprocessing.connection.Connection
+    index: int | None = None  # the world it is building
+
+
+def _run_workers(
+    cfg: BuildConfig, pool: list[Persona], todo: Iterator[int], count: int, record, signals: _Signals
+) -> None:
+    """Hand out one world at a time to `count` spawned workers; stop handing out at the first signal."""
+    # spawn, not fork: forking after polars has started its thread pool can deadlock the children.
+    context = multiprocessing.get_context("spawn")
+    workers: list[_Worker] = []
+    clean_exit = False
+    try:
+        with _spawn_environment(count), _ignored_while_spawning():
+            for _ in range(count):
+                mine, theirs = context.Pipe()
+                process = context.Process(
+                    target=_worker_main, args=(theirs, os.getpid()), daemon=True, name="worldgen-worker"
+                )
+                process.start()
+                theirs.close()
+                workers.append(_Worker(process, mine))
+        signals.check()
+        pending = iter(todo)
+        exhausted = False
+        while True:
+            for w in workers:
+                if w.index is None and not exhausted:
+                    k = next(pending, None)
+                    if k is None:
+                        exhausted = True
+                        break
+                    w.index = k
+                    try:
+                        w.conn.send(_job(cfg, pool, k))
+                    except (OSError, ValueError):
+                        raise BuildError(_failure(cfg, pool, k, _death(w.process))) from None
+            busy = [w for w in workers if w.index is not None]
+            if not busy:
+                break
+            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=1.0)
+            for w in busy:
+                if w.conn in ready:
+                    try:
+                        message = w.conn.recv()
+                    except (EOFError, OSError):
+                        message = None
+                    if message is not None:
+                        status, payload = message
+                        if status != "ok":
+                            raise BuildError(_failure(cfg, pool, w.index, payload))
+                        w.index = None
+                        record(payload)
+                        continue
+                if w.process.sentinel in ready or not w.process.is_alive():
+                    raise BuildError(_failure(cfg, pool, w.index, _death(w.process)))
+        clean_exit = True
+    finally:
+        _stop_workers(cfg, pool, workers, graceful=clean_exit)
+
+
+def _death(process: multiprocessing.process.BaseProcess) -> str:
+    process.join(STOP_GRACE_SECONDS)
+    code = process.exitcode
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+        hint = " (the system may have run out of memory)" if -code == signal.SIGKILL else ""
+        return f"its worker was killed by {name}{hint}"
+    return f"its worker exited unexpectedly (exit code {code})"
+
+
+def _stop_workers(cfg: BuildConfig, pool: list[Persona], workers: list[_Worker], graceful: bool) -> None:
+    """Graceful: tell idle workers to exit. Otherwise drop the in-flight worlds: kill, wait, remove their .tmp-."""
+    for w in workers:
+        if graceful and w.index is None:
+            with contextlib.suppress(OSError, ValueError):
+                w.conn.send(None)
+        elif w.process.is_alive():
+            w.process.terminate()
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    for w in workers:
+        w.process.join(max(0.0, deadline - time.monotonic()))
+        if w.process.is_alive():
+            w.process.kill()
+            w.process.join()
+        w.conn.close()
+        if w.index is not None:  # its world never committed: the half-written directory is ours to remove
+            world = world_id_for(cfg.seed, w.index, persona_for(cfg.seed, w.index, pool).domain)
+            shutil.rmtree(cfg.out / WORLDS_DIR / f".tmp-{world}", ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _spawn_environment(workers: int) -> Iterator[None]:
+    """Pin each worker to cores/workers polars and BLAS threads (read at their import), without leaking them here."""
+    threads = str(max(1, (os.cpu_count() or 1) // workers))
+    knobs = ("POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    saved = {k: os.environ.get(k) for k in knobs}
+    for knob in knobs:
+        os.environ.setdefault(knob, threads)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def _ignored_while_spawning() -> Iterator[None]:
+    """Children inherit an ignored SIGINT/SIGHUP: a Ctrl-C reaches the whole process group, only we decide."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
+def _worker_main(conn: multiprocessing.connection.Connection, parent: int) -> None:
+    """A worker: build the worlds it is sent, one at a time, and die with its parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent(parent)
+    _limit_address_space()
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):  # the parent is gone
+            os._exit(1)
+        if job is None:
+            return
+        try:
+            message = ("ok", _build_one(*job))
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
+            message = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(message)
+        except (OSError, ValueError):
+            os._exit(1)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Exit as soon as the parent dies, even by SIGKILL: the kernel's PDEATHSIG on Linux, a watchdog everywhere."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCHDOG_SECONDS)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="worldgen-parent-watchdog", daemon=True).start()
+
+
+def _limit_address_space() -> None:
+    """Cap this worker's address space so a runaway world fails alone (MemoryError, reported as one line)."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = WORKER_ADDRESS_SPACE if hard == resource.RLIM_INFINITY else min(WORKER_ADDRESS_SPACE, hard)
+        if soft == resource.RLIM_INFINITY or soft > cap:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Our own files in --out.
+
+
+class _Timings:
+    """timings.jsonl, appended one line per committed world (wall-clock: kept outside the worlds)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.file = None
+
+    def __enter__(self) -> _Timings:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise InputError(f"cannot write {one_line(self.path)}: {exc.strerror or exc}") from None
+        self.file = os.fdopen(fd, "a", encoding="utf-8")
+        return self
+
+    def append(self, timing: dict) -> None:
+        assert self.file is not None
+        self.file.write(json.dumps(timing) + "\n")
+        self.file.flush()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.file is not None:
+            self.file.close()
 
 
 def _write_manifest(out: Path, done: dict[int, dict]) -> None:
-    tmp = out / "manifest.jsonl.tmp"
-    with tmp.open("w") as f:
-        for k in sorted(done):
-            f.write(json.dumps(done[k], sort_keys=True) + "\n")
-    tmp.replace(out / "manifest.jsonl")
-
-
-def _append_timings(out: Path, timings: list[dict]) -> None:
-    """Wall-clock timings stay outside the worlds, which must be byte-identical across runs."""
-    if timings:
-        with (out / "timings.jsonl").open("a") as f:
-            for t in sorted(timings, key=lambda t: t["index"]):
-                f.write(json.dumps(t) + "\n")
+    lines = "".join(json.dumps(done[k], sort_keys=True) + "\n" for k in sorted(done))
+    try:
+        atomic_write(out / MANIFEST_FILE, lines)
+    except OSError as exc:
+        raise WorldFormatError(f"cannot write {one_line(out / MANIFEST_FILE)}: {exc.strerror or exc}") from None

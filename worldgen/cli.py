@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
 import time
 from pathlib import Path
 
-from contracts.errors import WorldgenError
+from contracts.errors import BuildInterrupted, WorldgenError
+from contracts.safeio import kind_of, one_line
 from worldgen import __version__
 from worldgen.cli_agents import add_agent_commands
 
@@ -57,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Exit codes: 0 done, 1 a world fails its audit or could not be built, 2 bad input,
+    3 internal error, 128 + signal number when interrupted (130 SIGINT, 143 SIGTERM); always one stderr line.
+    """
     args = _parser().parse_args(argv)
     try:
         if args.command == "build":
@@ -70,12 +77,36 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in HANDLERS:
             return HANDLERS[args.command](args)
     except WorldgenError as exc:
-        print(f"worldgen: error: {exc}", file=sys.stderr)
-        return 2
+        _fail(f"worldgen: error: {exc}")
+        return exc.exit_code
+    except BuildInterrupted as exc:
+        name = signal.Signals(exc.signum).name if exc.signum in signal.Signals._value2member_map_ else exc.signum
+        _fail(
+            f"worldgen: interrupted by {name}; {exc.committed} finished world(s) kept and listed in "
+            f"{exc.manifest}; re-run the same command to resume"
+        )
+        return 128 + exc.signum
     except KeyboardInterrupt:
-        print("worldgen: interrupted; finished worlds are kept, re-run to resume", file=sys.stderr)
+        _fail("worldgen: interrupted; finished worlds are kept, re-run to resume")
         return 130
+    except BrokenPipeError:  # `worldgen audit ... | head`: the reader left; say nothing more
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except MemoryError:
+        _fail("worldgen: error: out of memory")
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a bug still gets one line; WORLDGEN_DEBUG=1 shows the traceback
+        if os.environ.get("WORLDGEN_DEBUG"):
+            raise
+        _fail(f"worldgen: internal error: {type(exc).__name__}: {exc} (please report it; WORLDGEN_DEBUG=1 shows where)")
+        return 3
     return 0
+
+
+def _fail(message: str) -> None:
+    """One line on stderr, whatever the message holds (newlines in file names are escaped)."""
+    print(one_line(message, 4000), file=sys.stderr)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -92,6 +123,7 @@ def _build(args: argparse.Namespace) -> int:
         domains=tuple(d.strip() for d in args.domains.split(",") if d.strip()),
         personas_file=args.personas,
         defect_scale=args.defect_scale,
+        isolate=True,  # worlds are built in worker processes: Ctrl-C stops at once and never half-writes
     )
     started = time.perf_counter()
     progress = Progress(
@@ -117,14 +149,22 @@ def _build(args: argparse.Namespace) -> int:
 
 def world_dirs(paths: list[Path]) -> list[Path]:
     """Expand build directories into their worlds; anything that is neither is a user error."""
+    import stat
+
     from contracts.errors import WorldFormatError
 
     found: list[Path] = []
     for path in paths:
-        if (path / "world.json").is_file():
+        if os.path.lexists(path / "world.json"):  # a world, even one whose world.json is a FIFO: load_world says so
             found.append(path)
         elif (path / "worlds").is_dir():
-            found += sorted(p for p in (path / "worlds").iterdir() if p.is_dir() and not p.name.startswith("."))
+            for p in sorted((path / "worlds").iterdir()):
+                mode = p.lstat().st_mode
+                if p.name.startswith(".") or stat.S_ISREG(mode):
+                    continue  # a build's .tmp- worlds in progress, or a stray file: not a world
+                if not stat.S_ISDIR(mode):  # never follow a link out of the build, never open a FIFO
+                    raise WorldFormatError(f"{one_line(p)}: a world must be a directory, not {kind_of(mode)}")
+                found.append(p)
         elif not path.exists():
             raise WorldFormatError(f"{path}: no such file or directory")
         else:
@@ -138,6 +178,7 @@ def _audit(args: argparse.Namespace) -> int:
     import json
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from auditors import audit_world
@@ -153,7 +194,12 @@ def _audit(args: argparse.Namespace) -> int:
         table = Table("world", "verdict", "failing checks", "seconds")
         for r in reports:
             colour = "green" if r.verdict == "pass" else "red"
-            table.add_row(r.world_id, f"[{colour}]{r.verdict}[/]", ", ".join(r.failing) or "-", f"{r.seconds:.2f}")
+            table.add_row(
+                escape(one_line(r.world_id, 80)),
+                f"[{colour}]{r.verdict}[/]",
+                ", ".join(r.failing) or "-",
+                f"{r.seconds:.2f}",
+            )
         Console(width=140).print(table)
     failed = sum(r.verdict != "pass" for r in reports)
     print(f"{len(reports) - failed}/{len(reports)} world(s) pass")
@@ -163,16 +209,14 @@ def _audit(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace) -> int:
     import json
 
-    from rubrics.grade import GradeError, grade, load_answer, load_task
+    from contracts.safeio import read_text
+    from rubrics.grade import MAX_REPORT_BYTES, GradeError, grade, load_answer, load_task
 
     task = load_task(args.task)
     answer = load_answer(args.answer) if args.answer else None
     report = None
     if args.report:
-        try:
-            report = args.report.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise GradeError(f"{args.report}: cannot read report ({exc})") from None
+        report = read_text(args.report, max_bytes=MAX_REPORT_BYTES, what="report", error=GradeError)
     options = {}
     if args.judge == "anthropic":
         options = {

@@ -52,7 +52,7 @@ class WorldSpec:
 
     @property
     def world_id(self) -> str:
-        return f"{self.persona.domain}-s{self.seed}-{self.index:05d}"
+        return f"{self.persona.domain}-s{self.seed}-{self.index:05d}"  # worldgen.build.world_id_for agrees
 
 
 @dataclass(frozen=True)
