@@ -102,8 +102,29 @@ def _amount_name(contract: Contract) -> str:
 def _with_event_means(panel: pl.DataFrame, events: pl.DataFrame, event_vars: list[str]) -> pl.DataFrame:
     if not event_vars:
         return panel
-    means = events.group_by("unit_id", "day").agg(pl.col(v).mean() for v in event_vars)
-    return panel.join(means, on=["unit_id", "day"], how="left")
+    return panel.join(group_means(events, event_vars), on=["unit_id", "day"], how="left")
+
+
+def group_means(events: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+    """Each unit-day's mean of each column, summed in row order.
+
+    Polars adds a group's values in whatever order its threads meet them, so a mean's last bits vary from
+    run to run, and a scan over that mean can then flip between two near-equal fits: the audit would not be
+    reproducible. numpy's bincount adds in row order, every time.
+    """
+    keyed = events.filter(pl.col("unit_id").is_not_null() & pl.col("day").is_not_null())
+    keys = keyed.select("unit_id", "day").to_numpy()
+    groups, index = np.unique(keys, axis=0, return_inverse=True)
+    index = index.reshape(-1)
+    out = {"unit_id": groups[:, 0], "day": groups[:, 1]}
+    for column in columns:
+        values = keyed[column].cast(pl.Float64).to_numpy()
+        present = np.isfinite(values)
+        count = np.bincount(index, weights=present.astype(float), minlength=len(groups))
+        total = np.bincount(index, weights=np.where(present, values, 0.0), minlength=len(groups))
+        out[column] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    frame = pl.DataFrame(out, schema={"unit_id": pl.Int64, "day": pl.Int64, **{c: pl.Float64 for c in columns}})
+    return frame.with_columns(pl.col(c).fill_nan(None) for c in columns)
 
 
 # --- from E -----------------------------------------------------------------------------------------
@@ -176,17 +197,27 @@ NAME_MATCH_CUTOFF = 0.75  # how close a misspelled name must be to a master name
 
 
 def from_observed(world: World, clean: bool = True) -> Dataset:
+    """The analysis tables from E alone: cleaned as a careful analyst would (`clean`) or only parsed."""
     contract = world.contract
     assert contract is not None
-    periods = contract.timeline.periods
     by_grain = _read_all(world, clean)
-    volume = contract.volume.name
-    amount = _amount_name(contract)
-    event_vars = [v.name for v in contract.variables if v.grain == "event"]
     master_d, master = by_grain["units"][0]
     keys = UnitKeys(master, master_d, clean)
-    units_of = {v.name: v.unit for v in contract.variables} | {amount: contract.measures.amount.unit}
+    units_of = {v.name: v.unit for v in contract.variables}
+    units_of[_amount_name(contract)] = contract.measures.amount.unit
+    events = _observed_events(contract, by_grain, keys, units_of, clean)
+    skip = {"unit_id", "name", "region"} | keys.mapping_columns
+    units = master.select("unit_id", *[c for c in master.columns if c not in skip])
+    units = units.filter(pl.col("unit_id").is_not_null()).unique(subset=["unit_id"], keep="first", maintain_order=True)
+    panel = _observed_panel(contract, by_grain, keys, units_of, clean, units, events)
+    event_vars = [v.name for v in contract.variables if v.grain == "event" and v.name in events.columns]
+    return Dataset(units, _with_event_means(panel, events, event_vars), events, _capacity_name(contract))
 
+
+def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_of: dict, clean: bool) -> pl.DataFrame:
+    """The event log with every event-keyed file joined on: de-duplicated and unit-repaired when cleaning."""
+    amount = _amount_name(contract)
+    event_vars = [v.name for v in contract.variables if v.grain == "event"]
     events_d, events = by_grain["events"][0]
     events = keys.resolve(events, events_d).with_columns((pl.col("time") // 86400).cast(pl.Int64).alias("day"))
     if clean:
@@ -201,30 +232,33 @@ def from_observed(world: World, clean: bool = True) -> Dataset:
                 dated = detail.join(events.select("event_id", "day"), on="event_id")
                 detail = repair_unit_drift(dated, column, units_of[column]).drop("day")
         events = events.join(detail, on="event_id", how="left")
-    events = events.select("event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns])
+    return events.select("event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns])
 
-    skip = {"unit_id", "name", "region"} | keys.mapping_columns
-    units = master.select("unit_id", *[c for c in master.columns if c not in skip])
-    units = units.filter(pl.col("unit_id").is_not_null()).unique(subset=["unit_id"], keep="first", maintain_order=True)
+
+# size: the panel is assembled from every kind of file an analysis has already read
+def _observed_panel(
+    contract: Contract, by_grain: dict, keys: UnitKeys, units_of: dict, clean: bool, units: pl.DataFrame, events
+) -> pl.DataFrame:
+    """The unit x day grid: `open` where the unit was seen operating, the volume counted from the events,
+    every daily file joined on, every change log expanded into daily steps."""
+    periods, volume = contract.timeline.periods, contract.volume.name
     unit_ids = sorted(set(units["unit_id"].to_list()) | set(events["unit_id"].drop_nulls().to_list()))
     grid = pl.DataFrame(
         {"unit_id": np.repeat(unit_ids, periods), "day": np.tile(np.arange(periods), len(unit_ids))},
         schema={"unit_id": pl.Int64, "day": pl.Int64},
     )
     daily = [(d, keys.resolve(f, d)) for d, f in by_grain.get("panel", [])]
-    seen = _days_seen(daily, events)
     counts = events.group_by("unit_id", "day").len(name=volume)
     panel = (
-        grid.join(seen, on=["unit_id", "day"], how="left")
+        grid.join(_days_seen(daily, events), on=["unit_id", "day"], how="left")
         .with_columns(pl.col("open").fill_null(0))
         .join(counts, on=["unit_id", "day"], how="left")
         .with_columns(pl.when(pl.col("open") == 1).then(pl.col(volume).fill_null(0)).alias(volume))
     )
     for _, frame in daily:
         # One row per unit and day is needed to join at all; a raw analysis just keeps the first.
-        frame = frame.filter(pl.col("unit_id").is_not_null()).unique(
-            subset=["unit_id", "day"], keep="first", maintain_order=True
-        )
+        frame = frame.filter(pl.col("unit_id").is_not_null())
+        frame = frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True)
         if clean:
             for column in [c for c in frame.columns if c not in ("unit_id", "day")]:
                 frame = repair_unit_drift(frame, column, units_of.get(column, ""))
@@ -232,10 +266,7 @@ def from_observed(world: World, clean: bool = True) -> Dataset:
     for d, frame in by_grain.get("schedule", []):
         names = {f.name: f.source.split(".", 1)[1] for f in d.fields}  # the system's setting names
         panel = _expand_schedule(panel, keys.resolve(frame, d).with_columns(pl.col("field").replace(names)))
-    capacity = _capacity_name(contract)
-    return Dataset(
-        units, _with_event_means(panel, events, [v for v in event_vars if v in events.columns]), events, capacity
-    )
+    return panel
 
 
 def _days_seen(daily: list[tuple[Deliverable, pl.DataFrame]], events: pl.DataFrame) -> pl.DataFrame:

@@ -18,8 +18,8 @@ def build(out: Path, n: int, seed: int = 0, workers: int = 1, defect_scale: floa
 
 @pytest.fixture(scope="session")
 def small_build(tmp_path_factory) -> Path:
-    """Six small worlds, seed 0, one worker."""
-    return build(tmp_path_factory.mktemp("build") / "out", n=6)
+    """Eight small worlds, seed 0, one worker (five of them eligible for a bench)."""
+    return build(tmp_path_factory.mktemp("build") / "out", n=8)
 
 
 @pytest.fixture(scope="session")

@@ -57,3 +57,29 @@ def test_rebuilding_a_deleted_world_restores_its_bytes(tmp_path):
     victim.rmdir()
     build(out, n=2)
     assert tree_hashes(victim) == before
+
+
+def test_event_means_are_the_row_order_sums_whatever_polars_threads_do():
+    """The auditor's unit-day means are summed in row order (polars' own group means vary in the last bits
+    from run to run, which a scan can turn into a different audit)."""
+    import numpy as np
+    import polars as pl
+
+    from auditors.dataset import group_means
+
+    rng = np.random.default_rng(0)
+    n = 5000
+    units, days, x = rng.integers(0, 7, n), rng.integers(0, 30, n), rng.lognormal(0, 1, n)
+    x[rng.random(n) < 0.1] = np.nan
+    chunks = [
+        pl.DataFrame({"unit_id": units[i : i + 500], "day": days[i : i + 500], "x": x[i : i + 500]})
+        for i in range(0, n, 500)
+    ]
+    events = pl.concat(chunks, rechunk=False)
+    got = group_means(events, ["x"])
+    for row in got.iter_rows(named=True):
+        picked = x[(units == row["unit_id"]) & (days == row["day"])]
+        picked = picked[np.isfinite(picked)]
+        want = None if len(picked) == 0 else float(np.add.reduce(picked, dtype=float) / len(picked))
+        assert (row["x"] is None and want is None) or abs(row["x"] - want) < 1e-12
+    assert got.height == len({(u, d) for u, d in zip(units.tolist(), days.tolist(), strict=True)})

@@ -29,6 +29,9 @@ def _contract(edges: list[Edge], variables: list[Variable]) -> Contract:
         "persona": {"id": "p", "domain": "d", "role": "r", "organisation": "o", "region": "g", "concern": "c"},
         "timeline": {"start": "2025-01-01", "periods": T, "change_day": T // 2},
         "regions": ["north"],
+        "calendar": {},
+        "parties": {"loyalty": 1.0, "home_share": 0.8, "history_days": 0, "since": "signup_date"},
+        "events": {"completion_hours": 1.0, "feedback_delay_hours": 1.0, "key_style": "sequence", "key_offset": 0},
         "entities": [
             {"name": "u", "role": "unit", "table": "units", "key": "unit_id", "prefix": "U", "count": U},
             {"name": "p", "role": "party", "table": "parties", "key": "party_id", "prefix": "P", "count": 1},

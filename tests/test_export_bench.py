@@ -403,7 +403,7 @@ def test_worlds_are_spread_over_domains_as_evenly_as_the_build_allows():
 BAD_BENCH = {
     "not-a-build": lambda tmp, build: ["--from", tmp, "--out", tmp / "o"],
     "zero-worlds": lambda tmp, build: ["--from", build, "--out", tmp / "o", "--worlds", 0],
-    "too-many-worlds": lambda tmp, build: ["--from", build, "--out", tmp / "o", "--worlds", 7],
+    "too-many-worlds": lambda tmp, build: ["--from", build, "--out", tmp / "o", "--worlds", 9],
     "bad-name": lambda tmp, build: ["--from", build, "--out", tmp / "o", "--name", "no slash"],
     "out-is-a-file": lambda tmp, build: ["--from", build, "--out", Path(__file__)],
     "out-inside-the-build": lambda tmp, build: ["--from", build, "--out", build / "bench", "--worlds", 1],

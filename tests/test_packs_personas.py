@@ -40,8 +40,12 @@ def test_pack_draws_valid_dags_and_contracts(domain):
         streams = Streams(seed, 0)
         skeleton = sample_skeleton(pack, streams.rng("skeleton"), persona.focus)
         graph = skeleton.graph()
-        assert not structure_problems(graph, [], None)
-        assert graph.number_of_nodes() >= 8 and nx.dag_longest_path_length(graph) >= 3
+        candidates = pack.candidate_graph()
+        assert not structure_problems(graph, candidates, persona.focus)
+        assert graph.number_of_nodes() == len(pack.variables) and nx.dag_longest_path_length(graph) >= 3
+        for node in graph:  # a world keeps at most half of four or more candidate parents, else at most one
+            kept, plausible = graph.in_degree(node), candidates.in_degree(node)
+            assert kept <= (plausible // 2 if plausible >= 4 else min(plausible, 1)), (node, kept, plausible)
         contract = build_contract(WorldSpec(seed, 0, "small", persona), pack, skeleton, streams)
         assert 4 <= len({d.system for d in contract.deliverables}) <= 12
         assert len({d.format for d in contract.deliverables}) >= 3
@@ -59,7 +63,9 @@ def test_unknown_domain_suggests_the_closest():
 def test_pack_validation_reports_every_problem_at_once():
     raw = PACKS["food_delivery"].model_dump()
     raw["variables"][0]["system"] = "crn"
-    raw["edges"].append({"parent": "rating", "child": "menu_sise", "kinds": ["monotone"], "sign": "+", "note": ""})
+    raw["edges"].append(
+        {"parent": "courier_load", "child": "menu_sise", "kinds": ["monotone"], "sign": "+", "note": ""}
+    )
     raw["edges"].append({"parent": "cuisine", "child": "daily_orders", "kinds": ["slope"], "sign": "+", "note": ""})
     with pytest.raises(PackError) as err:
         validate_pack(DomainPack.model_validate(raw))

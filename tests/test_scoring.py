@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import jsonschema
 import pytest
@@ -20,6 +21,10 @@ from worldgen.tasks import answer_schema
 
 VERIFIER = Path(__file__).parents[1] / "worldgen" / "export" / "harbor_verifier.py"
 VARIABLES = ["daily_orders", "rating", "promo_active", "courier_load"]
+# answer_schema reads only each variable's name, description and unit from the contract.
+WORLD = SimpleNamespace(
+    variables=[SimpleNamespace(name=v, description=v.replace("_", " "), unit="") for v in VARIABLES]
+)
 
 
 def _imports(path: Path) -> set[str]:
@@ -50,7 +55,7 @@ def test_scoring_and_the_exported_verifier_use_the_standard_library_only(tmp_pat
 
 def test_every_answer_schema_keyword_is_implemented():
     for kind in ("cause", "consequence"):
-        assert scoring.unsupported_keywords(answer_schema(kind, VARIABLES)) == []
+        assert scoring.unsupported_keywords(answer_schema(kind, WORLD)) == []
     assert scoring.unsupported_keywords({"type": "number", "minimum": 0}) == ["minimum"]
     assert scoring.unsupported_keywords({"properties": {"x": {"pattern": "a"}}}) == ["pattern"]
 
@@ -73,7 +78,7 @@ JSON = st.recursive(
 @settings(max_examples=400, deadline=None)
 @given(value=JSON, kind=st.sampled_from(["cause", "consequence"]))
 def test_the_subset_validator_agrees_with_jsonschema(value, kind):
-    schema = answer_schema(kind, VARIABLES)
+    schema = answer_schema(kind, WORLD)
     key = "drivers" if kind == "cause" else "effects"
     for sub in (schema, schema["properties"][key]["items"], schema["properties"][key]):
         assert scoring.is_valid(sub, value) == jsonschema.Draft202012Validator(sub).is_valid(value)

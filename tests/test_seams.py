@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from auditors.checks import tolerance_is_a_finding
+from auditors.checks import ABSOLUTE_BOUNDS, LOCATED_BOUND_SD, tolerance_is_a_finding
 from auditors.estimators import ESTIMATORS
 from contracts.model import MECHANISM_KINDS, MECHANISM_PARAMS
 from worldgen import phenomena
@@ -39,14 +39,18 @@ def test_generator_tolerances_stay_inside_the_auditor_bounds(kind):
         assert not missing, f"{kind} sampler misses contract parameters {missing}"
         statistic, target, tolerance = mechanism.statistic(params)
         assert tolerance_is_a_finding(statistic, target, tolerance, PARENT.sd), (kind, params, tolerance)
-        if statistic == "half_saturation":  # the widened tolerance on event counts must pass too
-            assert tolerance_is_a_finding(statistic, target, phenomena.SATURATION_ON_COUNTS_SD * PARENT.sd, PARENT.sd)
 
 
 def test_phenomenon_tolerances_stay_inside_the_auditor_bounds():
     assert tolerance_is_a_finding("relative_change_h2_vs_h1", 0.2, phenomena.CHANGE_TOLERANCE, 1.0)
     assert tolerance_is_a_finding("share_of_change", 0.5, phenomena.SHARE_TOLERANCE, 1.0)
     assert not tolerance_is_a_finding("share_of_change", 0.5, 0.31, 1.0), "the auditor's bound must bite"
+    # What the generator calls unidentifiable is exactly what the auditor would reject as no finding.
+    assert phenomena.CHANGE_BOUND == ABSOLUTE_BOUNDS["relative_change_h2_vs_h1"]
+    assert phenomena.SHARE_BOUND == ABSOLUTE_BOUNDS["share_of_change"]
+    assert phenomena.LAG_BOUND_DAYS == ABSOLUTE_BOUNDS["lag_periods"]
+    assert phenomena.SEASONAL_BOUND == ABSOLUTE_BOUNDS["seasonal_amplitude"]
+    assert phenomena.LOCATED_BOUND_SD == LOCATED_BOUND_SD
 
 
 def _functions(package: str):

@@ -44,7 +44,7 @@ def test_schema_file_is_current():
 
 def test_layout_manifest_and_contract_schema(small_build, world_dirs):
     manifest = [json.loads(line) for line in (small_build / "manifest.jsonl").read_text().splitlines()]
-    assert [m["index"] for m in manifest] == list(range(6))
+    assert [m["index"] for m in manifest] == list(range(8))
     schema = json.loads(SCHEMA_PATH.read_text())
     for world in world_dirs:
         assert LAYOUT <= {p.name for p in world.iterdir()}
@@ -115,6 +115,11 @@ def test_every_observed_file_reads_with_pandas_and_polars(world_dirs):
         for d in contract.deliverables:
             path = world / "observed" / d.file
             formats.add(d.format)
+            if d.format == "md":  # a system's data dictionary documents every column of its files
+                text = path.read_text()
+                documented = [c for x in contract.deliverables if x.system == d.system for c in x.columns]
+                assert documented and all(f"| {c.name} | {c.doc}" in text for c in documented), d.file
+                continue
             match d.format:
                 case "csv":
                     a, b = pd.read_csv(path), pl.read_csv(path, infer_schema_length=None)
@@ -130,7 +135,7 @@ def test_every_observed_file_reads_with_pandas_and_polars(world_dirs):
                     b = pl.concat(pl.read_excel(path, sheet_id=0, engine="openpyxl").values(), how="vertical_relaxed")
             assert len(a) == len(b) > 0, d.file
             assert {c.name for c in d.columns} <= set(a.columns), d.file
-    assert formats == {"csv", "parquet", "jsonl", "json", "xlsx"}
+    assert formats == {"csv", "parquet", "jsonl", "json", "xlsx", "md"}
 
 
 def test_worlds_meet_the_observation_minimums(world_dirs):
@@ -200,8 +205,13 @@ def test_canonical_volume_matches_events_and_focus_change_target(world_dirs):
         assert (panel[volume] == panel["len"]).all(), "the volume of every unit-day is its number of events"
         focus = focus_variable(contract)
         change = next(ph for ph in contract.phenomena if ph.id == f"change:{focus}")
-        grain = next(v.grain for v in contract.variables if v.name == focus)
-        df = tables["events" if grain == "event" else "panel"]
+        v = contract.variable(focus)
+        df = tables["events" if v.grain == "event" else "panel"]
+        if v.grain == "panel":  # reported values: open unit-days with a value
+            df = df.filter(pl.col("open") == 1)
+        if v.observe == "scale":  # survey answers: the events whose customer answered
+            df = df.filter(pl.col(f"responded_{focus}") == 1)
+        df = df.select("day", pl.col(focus).cast(pl.Float64)).drop_nulls().drop_nans()
         half = contract.timeline.periods // 2
         h1 = df.filter(pl.col("day") < half)[focus].mean()
         h2 = df.filter(pl.col("day") >= half)[focus].mean()

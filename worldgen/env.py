@@ -64,6 +64,7 @@ class DataWorldEnv(gym.Env):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
+    # size: gymnasium.make passes an environment's options as keyword arguments; each is one budget or limit
     def __init__(
         self,
         tasks: str | Path | list[TaskRef] | None = None,

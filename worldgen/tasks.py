@@ -55,7 +55,10 @@ PROMPTS = {
         "or down and quantify the effect.",
     ],
 }
-INTRO = "I'm the {{ role }} at {{ organisation }} ({{ region }}).{% if concern %} We're worried that {{ concern }}.{% endif %}"
+INTRO = (
+    "I'm the {{ role }} at {{ organisation }} ({{ region }})."
+    "{% if worry %} We're worried that {{ worry }}.{% elif question %} {{ question }}.{% endif %}"
+)
 HOW = {
     "cause": (
         "Answer with the change as relative_change = (mean over the second half - mean over the first half) / "
@@ -66,8 +69,9 @@ HOW = {
     ),
     "consequence": (
         "For each measure {{ label }} affects, give the direction ('+' if the measure rises when {{ label }} "
-        "rises, '-' if it falls) and the magnitude: the effect's characteristic number in the units of the "
-        "cleaned files, as the answer schema defines it for the shape of the effect."
+        "rises, '-' if it falls; none for an effect that differs by category) and the magnitude: the effect's "
+        "characteristic number in the units of the cleaned files, as the answer schema defines it for the shape "
+        "of the effect."
     ),
 }
 ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
@@ -154,8 +158,11 @@ def _intro(world: World, node: str) -> str:
         concern = ""
     elif concern and persona.trend is not None and (change.target > 0) != (persona.trend == "up"):
         concern = ""  # the world did not move the way the persona fears: say nothing rather than mislead
+    # A concern with a direction is a worry; a neutral one ("we want to know what drives X") is a question.
+    worry = concern if persona.trend is not None else ""
+    question = concern[:1].upper() + concern[1:] if concern and persona.trend is None else ""
     return ENV.from_string(INTRO).render(
-        role=persona.role, organisation=persona.organisation, region=persona.region, concern=concern
+        role=persona.role, organisation=persona.organisation, region=persona.region, worry=worry, question=question
     )
 
 
@@ -240,63 +247,53 @@ def _driver_items(node: str, parent: str, direction: str, share: Phenomenon) -> 
 
 
 def _cause_negatives(world: World, node: str, change: Phenomenon, raw_value: float | None) -> list[RubricItem]:
+    """Everything a cause answer can get wrong: effects, absent hypotheses, confounded or unrelated
+    variables named as drivers, and a change in the wrong direction or from uncleaned files."""
+    return _wrong_drivers(world, node) + _change_negatives(change, node, raw_value)
+
+
+def _wrong_drivers(world: World, node: str) -> list[RubricItem]:
     graph = world.graph
     ancestors, descendants = set(nx.ancestors(graph, node)), set(nx.descendants(graph, node))
     parents = set(graph.predecessors(node))
-    items = [
-        _item(
-            "negative",
-            "insight",
-            f"downstream:{child}",
-            DOWNSTREAM_POINTS,
-            f"Names {label(child)} as a driver, although it is downstream of {label(node)} (an effect, not a cause).",
-            _named("drivers", child),
-        )
-        for child in sorted(descendants)
-    ]
     absent = world.plausible_parents(node) - parents - ancestors - descendants - {node}
-    items += [
-        _item(
-            "negative",
-            "insight",
-            f"absent:{other}",
-            ABSENT_POINTS,
-            f"Names {label(other)} as a driver: a plausible cause of {label(node)}, but not one this data supports.",
-            _named("drivers", other),
-        )
-        for other in sorted(absent)
-    ]
     siblings = {c for p in parents for c in graph.successors(p)} - {node} - ancestors - descendants - absent
-    items += [
-        _item(
-            "negative",
-            "insight",
-            f"confounded:{sibling}",
-            CONFOUNDED_POINTS,
-            f"Names {label(sibling)} as a driver: it moves with {label(node)} only because they share a cause.",
-            _named("drivers", sibling),
-        )
-        for sibling in sorted(siblings)
-    ]
     related = ancestors | descendants | siblings | absent | {node}
-    items.append(_unrelated_item("drivers", sorted(related), f"a cause of {label(node)}"))
-    if abs(change.target or 0) > change.tolerance:
+    wrong = [
+        (f"downstream:{child}", DOWNSTREAM_POINTS, f"Names {label(child)} as a driver, although it is downstream of "
+         f"{label(node)} (an effect, not a cause).", child)
+        for child in sorted(descendants)
+    ]  # fmt: skip
+    wrong += [
+        (f"absent:{other}", ABSENT_POINTS, f"Names {label(other)} as a driver: a plausible cause of {label(node)}, "
+         "but not one this data supports.", other)
+        for other in sorted(absent)
+    ]  # fmt: skip
+    wrong += [
+        (f"confounded:{sibling}", CONFOUNDED_POINTS, f"Names {label(sibling)} as a driver: it moves with "
+         f"{label(node)} only because they share a cause.", sibling)
+        for sibling in sorted(siblings)
+    ]  # fmt: skip
+    items = [_item("negative", "insight", id, points, text, _named("drivers", v)) for id, points, text, v in wrong]
+    return items + [_unrelated_item("drivers", sorted(related), f"a cause of {label(node)}")]
+
+
+def _change_negatives(change: Phenomenon, node: str, raw_value: float | None) -> list[RubricItem]:
+    items = []
+    target = change.target or 0.0
+    if abs(target) > change.tolerance:
         items.append(
             _item(
                 "negative",
                 "computation",
                 "wrong-direction",
                 WRONG_CHANGE_POINTS,
-                f"Says {label(node)} moved {'down' if (change.target or 0) > 0 else 'up'}: the wrong direction.",
-                Check(kind="sign", path="change.relative_change", expected=-(change.target or 0)),
+                f"Says {label(node)} moved {'down' if target > 0 else 'up'}: the wrong direction.",
+                Check(kind="sign", path="change.relative_change", expected=-target),
                 change.id,
             )
         )
-    if (
-        raw_value is not None
-        and math.isfinite(raw_value)
-        and abs(raw_value - (change.target or 0)) > 2 * change.tolerance
-    ):
+    if raw_value is not None and math.isfinite(raw_value) and abs(raw_value - target) > 2 * change.tolerance:
         items.append(
             _item(
                 "negative",
@@ -310,8 +307,8 @@ def _cause_negatives(world: World, node: str, change: Phenomenon, raw_value: flo
                     path="change.relative_change",
                     expected=raw_value,
                     tolerance=change.tolerance,
-                    unless=change.target,
-                ),
+                    unless=target,
+                ),  # fmt: skip
                 change.id,
             )
         )
@@ -446,70 +443,61 @@ MAGNITUDE_DOC = "The effect's characteristic number, by the shape of the effect:
 )
 
 
+RELATIVE_CHANGE_DOC = (
+    "(mean over the second half of the days covered - mean over the first half) / mean over the first half, as a "
+    "fraction: 0.12 means +12%; means over every reported value (per event for per-event measures, per unit and day "
+    "for daily ones), after cleaning"
+)
+SHARE_DOC = (
+    "this driver's part of the change explained by all the drivers: its contribution to (second-half mean - "
+    "first-half mean) divided by the sum of all drivers' contributions; shares sum to 1, and a driver working "
+    "against the change has a negative share"
+)
+
+
 def answer_schema(kind: str, contract: Contract) -> dict:
-    names = [v.name for v in contract.variables]
-    variable = {"type": "string", "enum": names, "description": _variables_doc(contract)}
+    variable = {"type": "string", "enum": [v.name for v in contract.variables], "description": _variables_doc(contract)}
+    entries = _driver_schema(variable) if kind == "cause" else _effect_schema(variable)
+    key = "drivers" if kind == "cause" else "effects"
+    properties: dict = {"variable": {"type": "string", "description": "the measure the question is about"}}
     if kind == "cause":
-        driver = {
-            "type": "object",
-            "required": ["variable", "direction", "share"],
-            "properties": {
-                "variable": variable,
-                "direction": {
-                    "enum": ["+", "-"],
-                    "description": "'+' if this driver pushed the measure up over the period, '-' if it pushed it down",
-                },
-                "share": {
-                    "type": "number",
-                    "description": "this driver's part of the change explained by all the drivers: its contribution "
-                    "to (second-half mean - first-half mean) divided by the sum of all drivers' contributions; shares "
-                    "sum to 1, and a driver working against the change has a negative share",
-                },
-            },
-        }
-        return {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "required": ["variable", "change", "drivers"],
-            "properties": {
-                "variable": {"type": "string", "description": "the measure the question is about"},
-                "change": {
-                    "type": "object",
-                    "required": ["relative_change"],
-                    "properties": {
-                        "relative_change": {
-                            "type": "number",
-                            "description": "(mean over the second half of the days covered - mean over the first "
-                            "half) / mean over the first half, as a fraction: 0.12 means +12%; means over every "
-                            "reported value (per event for per-event measures, per unit and day for daily ones), "
-                            "after cleaning",
-                        }
-                    },
-                },
-                "drivers": {"type": "array", "items": driver},
-            },
-        }
-    effect = {
+        change = {"relative_change": {"type": "number", "description": RELATIVE_CHANGE_DOC}}
+        properties["change"] = {"type": "object", "required": ["relative_change"], "properties": change}
+    properties[key] = {"type": "array", "items": entries}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "required": ["variable", "change", "drivers"] if kind == "cause" else ["variable", "effects"],
+        "properties": properties,
+    }
+
+
+def _driver_schema(variable: dict) -> dict:
+    direction = "'+' if this driver pushed the measure up over the period, '-' if it pushed it down"
+    return {
+        "type": "object",
+        "required": ["variable", "direction", "share"],
+        "properties": {
+            "variable": variable,
+            "direction": {"enum": ["+", "-"], "description": direction},
+            "share": {"type": "number", "description": SHARE_DOC},
+        },
+    }
+
+
+def _effect_schema(variable: dict) -> dict:
+    direction = (
+        "'+' if the measure rises when the cause rises, '-' if it falls (leave out for effects by category, which "
+        "have no single direction)"
+    )
+    return {
         "type": "object",
         "required": ["variable", "magnitude"],
         "properties": {
             "variable": variable,
-            "direction": {
-                "enum": ["+", "-"],
-                "description": "'+' if the measure rises when the cause rises, '-' if it falls (leave out for "
-                "effects by category, which have no single direction)",
-            },
+            "direction": {"enum": ["+", "-"], "description": direction},
             "mechanism": {"type": "string", "enum": list(MECHANISMS), "description": "the shape of the effect"},
             "magnitude": {"type": "number", "description": MAGNITUDE_DOC},
-        },
-    }
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "required": ["variable", "effects"],
-        "properties": {
-            "variable": {"type": "string", "description": "the measure the question is about"},
-            "effects": {"type": "array", "items": effect},
         },
     }
 

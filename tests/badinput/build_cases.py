@@ -139,12 +139,13 @@ def world_entry(name_of: Callable[[Sandbox], str], kind: str = "dir", meta: obje
 
 def real_meta(sb: Sandbox, **changes) -> dict:
     """A world.json as this build would write it for world 0, with some fields changed."""
+    from contracts.model import SCHEMA_VERSION
     from personas import builtin_personas
     from worldgen.build import persona_for
 
     persona = persona_for(0, 0, sorted(builtin_personas(), key=lambda p: p.id))
     meta = {
-        "schema_version": "1.0",
+        "schema_version": SCHEMA_VERSION,
         "world_id": sb.world_id(0),
         "seed": 0,
         "index": 0,

@@ -112,8 +112,7 @@ class Sandbox:
     def world_id(self, index: int, seed: int = 0) -> str:
         """The id the default persona pool gives world `index` of a build with root `seed`."""
         from personas import builtin_personas
-        from worldgen.build import persona_for
-        from worldgen.pipeline import world_id_for
+        from worldgen.build import persona_for, world_id_for
 
         pool = sorted(builtin_personas(), key=lambda p: p.id)
         return world_id_for(seed, index, persona_for(seed, index, pool).domain)

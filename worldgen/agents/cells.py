@@ -34,6 +34,7 @@ def analysis_contract(contract: dict[str, Any], question: tuple[str, str] | None
     for ph in redacted["phenomena"]:
         ph["target"], ph["tolerance"], ph["files"], ph["description"] = None, 1.0, files, ""
     redacted["invariants"], redacted["sealed"] = [], False
+    redacted["unidentified"], redacted["attempt"] = [], 0  # which effects are weak is an answer too
     return redacted
 
 

@@ -24,8 +24,9 @@ from worldgen.episode import Episode
 
 ESTIMATE_CELL = """from auditors.estimate import recover_phenomena
 
-estimates = recover_phenomena(data, contract)
-print(json.dumps({k: (round(v, 6) if math.isfinite(v) else None) for k, v in estimates.items()}))
+found = recover_phenomena(data, contract)
+values = {k: (round(v, 6) if math.isfinite(v) else None) for k, v in found.values.items()}
+print(json.dumps({"values": values, "directions": found.directions}))
 """
 
 
@@ -57,19 +58,27 @@ class ReferenceAgent:
         return {"tokens": {"input": 0, "output": 0}}
 
 
-def reference_answer(contract: Contract, task: Task, estimates: dict[str, float | None]) -> dict[str, Any]:
+def reference_answer(contract: Contract, task: Task, estimates: dict[str, Any]) -> dict[str, Any]:
     """The answer tasks.py would build from these estimates (as if the audit had found exactly them)."""
+    from contracts.audit import AuditReport, CheckResult, Estimate
     from worldgen.tasks import build_tasks
 
-    finite = {k: v for k, v in estimates.items() if isinstance(v, int | float) and math.isfinite(v)}
-    rows = [{"id": ph.id, "estimate": finite.get(ph.id), "within": ph.id in finite} for ph in contract.phenomena]
-    directions = {k.split(":", 1)[1]: v for k, v in finite.items() if k.startswith("direction:")}
-    audit = {
-        "checks": [
-            {"name": "recoverability", "details": {"phenomena": rows, "directions": directions}},
-            {"name": "non_triviality", "details": {"phenomena": []}},
-        ]
-    }
+    values = estimates.get("values", {})
+    finite = {k: v for k, v in values.items() if isinstance(v, int | float) and math.isfinite(v)}
+    rows = [
+        Estimate(id=ph.id, target=None, estimate=finite.get(ph.id), tolerance=ph.tolerance, within=ph.id in finite)
+        for ph in contract.phenomena
+    ]
+    directions = {k: float(v) for k, v in estimates.get("directions", {}).items()}
+    audit = AuditReport(
+        world_id=contract.world_id,
+        verdict="pass",
+        failing=[],
+        checks=[
+            CheckResult(name="recoverability", status="pass", reason="", estimates=rows, directions=directions),
+            CheckResult(name="non_triviality", status="pass", reason=""),
+        ],
+    )
     # The generator only picks a prompt template; the answer does not depend on it.
     for built in build_tasks(contract, audit, np.random.default_rng(0)):
         if built.kind == task.kind and built.variable == task.variable:

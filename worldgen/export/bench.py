@@ -89,6 +89,7 @@ def export_bench(cfg: BenchConfig) -> BenchSummary:
     return BenchSummary(cfg.out, len(picks), len(records), len(candidates), records)
 
 
+# size: one world's task directories need where they go, what they show and what they are checked against
 def _write_world(tmp: Path, pick: Pick, token: str, org: str, prefix: str, build: Build, problems: list) -> list[dict]:
     world, records, first = pick.world, [], None
     hidden = leaks.world_needles(world)
@@ -195,6 +196,7 @@ def _description(cfg: BenchConfig, tasks: int) -> str:
     )
 
 
+# size: splits.json records every input of the export, so each is passed by name
 def splits(cfg, build: Build, picks: list[Pick], tokens, records: list[dict], digests, n_eligible: int) -> dict:
     test_ids = {p.world.world_id for p in picks}
     return {

@@ -19,6 +19,7 @@ def _spread(values: list[float]) -> list[Any]:
     return [f"{statistics.mean(values):.1f}", min(values), statistics.median(values), max(values)]
 
 
+# size: one markdown document, read top to bottom as the datasheet reads
 def readme(cfg, build, records: list[dict], n_eligible: int) -> str:
     worlds = {r["world"]: r for r in records}
     domains = Counter(r["domain"] for r in worlds.values())

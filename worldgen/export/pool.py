@@ -141,6 +141,7 @@ def _example(index: int, world: World, task) -> Example:
     )
 
 
+# size: the pool's manifest records every input of the export, so each is passed by name
 def _manifest(cfg, build, worlds, benches, examples, filename: str, skipped: dict) -> dict:
     return {
         "export": "pool",
