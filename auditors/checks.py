@@ -6,6 +6,7 @@ raises on a broken world, it reports it.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -35,10 +36,19 @@ def _bad(name: str, reason: str, problems: list[str] | None = None) -> CheckResu
     return CheckResult(name=name, status="fail", reason=reason, problems=(problems or [])[:PROBLEMS_KEPT])
 
 
+@functools.cache
+def _contract_validator() -> jsonschema.protocols.Validator:
+    """The schema is checked once per process, not once per world (it is most of a validation's time)."""
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.validators.validator_for(schema)
+    validator.check_schema(schema)
+    return validator(schema)
+
+
 def check_contract(world: World) -> CheckResult:
     """Schema-valid, acyclic, layers equal to longest-path depth (contracts.validate_contract)."""
     try:
-        jsonschema.validate(world.raw_contract, json.loads(SCHEMA.read_text()))
+        _contract_validator().validate(world.raw_contract)
     except jsonschema.ValidationError as exc:
         return _bad("contract", f"not valid against the contract schema: {exc.message[:160]}")
     if world.contract is None:
@@ -254,6 +264,13 @@ def _schedule_view(d: Deliverable, contract: Contract, tables: dict[str, pl.Data
     return pl.concat(parts)
 
 
+def read_parsed(world: World, d: Deliverable) -> pl.DataFrame:
+    """One observed file read and parsed once per audit (three checks analyse every file)."""
+    if d.file not in world.parsed_cache:
+        world.parsed_cache[d.file] = parse_observed(world, d, read_observed(world, d))
+    return world.parsed_cache[d.file]
+
+
 def parse_observed(world: World, d: Deliverable, frame: pl.DataFrame) -> pl.DataFrame:
     """Numeric keys to their numbers, dates to day (or second) offsets, in the dictionary's columns; names
     and UUIDs stay text."""
@@ -269,8 +286,13 @@ def parse_observed(world: World, d: Deliverable, frame: pl.DataFrame) -> pl.Data
     return frame.with_columns(exprs) if exprs else frame
 
 
-def _blank(value) -> bool:
-    return value is None or (isinstance(value, float) and np.isnan(value))
+def _blanks(column: pl.Series, rows) -> np.ndarray:
+    """Whether each of the rows is empty (null, or NaN in a float column)."""
+    picked = column.gather(np.asarray(rows, dtype=np.int64))
+    blank = picked.is_null()
+    if picked.dtype.is_float():
+        blank = blank | picked.is_nan().fill_null(True)
+    return blank.to_numpy()
 
 
 def _rows(ranges: list[list[int]]) -> np.ndarray:
@@ -304,7 +326,7 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
                 raise ValueError(f"{column} should show the recorded variant {missing[0]!r}, which it never does")
             values = np.array([back.get(v, v) for v in values.tolist()], dtype=object)
         elif kind == "missing":
-            present = [row for row in r["rows"] if not _blank(values[row])]
+            present = [r["rows"][i] for i in np.flatnonzero(~_blanks(frame[column], r["rows"]))]
             if present:
                 raise ValueError(f"{column} row {present[0]} is recorded as blanked but holds {values[present[0]]!r}")
             if r["rows"]:
@@ -318,7 +340,7 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
             values[rows] = np.round(values[rows] / r["factor"], r["decimals"])
         elif kind == "schema_drift":
             rows = _rows(r["row_ranges"])
-            if len(rows) and not all(_blank(v) for v in values[rows]):
+            if not _blanks(frame[column], rows).all():
                 raise ValueError(f"{column} should be empty after its rename to {r['new_column']}, but holds values")
             new = frame[r["new_column"]]
             new = new.cast(pl.Float64).to_numpy() if numeric else np.array(new.to_list(), dtype=object)
@@ -364,7 +386,7 @@ def check_projection(world: World) -> CheckResult:
             continue
         records = files[d.file].get("defects", [])
         try:
-            observed = parse_observed(world, d, read_observed(world, d))
+            observed = read_parsed(world, d)
             restored = undo(observed, records)
         except Exception as exc:  # noqa: BLE001 - a file that cannot be undone is a failed check, not a crash
             problems.append(f"{d.file}: cannot undo its recorded defects ({type(exc).__name__}: {str(exc)[:80]})")

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from auditors.checks import parse_observed
-from auditors.worldio import World, normalise, read_observed
+from auditors.checks import read_parsed
+from auditors.worldio import World, normalise
 from contracts.model import Contract, Deliverable
 
 # Conversion factors an analyst recognises when a column's level jumps, by what the data dictionary says
@@ -113,10 +113,12 @@ def group_means(events: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     reproducible. numpy's bincount adds in row order, every time.
     """
     keyed = events.filter(pl.col("unit_id").is_not_null() & pl.col("day").is_not_null())
-    keys = keyed.select("unit_id", "day").to_numpy()
-    groups, index = np.unique(keys, axis=0, return_inverse=True)
+    unit, day = keyed["unit_id"].to_numpy(), keyed["day"].to_numpy()
+    first_day = int(day.min()) if len(day) else 0
+    span = int(day.max()) - first_day + 1 if len(day) else 1
+    groups, index = np.unique(unit.astype(np.int64) * span + (day - first_day), return_inverse=True)
     index = index.reshape(-1)
-    out = {"unit_id": groups[:, 0], "day": groups[:, 1]}
+    out = {"unit_id": groups // span, "day": groups % span + first_day}
     for column in columns:
         values = keyed[column].cast(pl.Float64).to_numpy()
         present = np.isfinite(values)
@@ -136,7 +138,7 @@ def _read_all(world: World, clean: bool) -> dict[str, list[tuple[Deliverable, pl
     for d in world.contract.deliverables:
         if d.grain == "dictionary":
             continue
-        frame = parse_observed(world, d, read_observed(world, d))
+        frame = read_parsed(world, d)
         if clean:
             frame = _merge_renamed_columns(frame, d)
         else:
@@ -174,8 +176,9 @@ class UnitKeys:
             return frame
         fmt = c.format or ""
         if fmt == "name":
-            values = [self._by_name(n) for n in frame[column].to_list()]
-            return frame.with_columns(pl.Series(column, values, dtype=pl.Int64))
+            names = frame[column].unique().drop_nulls().to_list()
+            codes = {n: self._by_name(n) for n in names}  # once per distinct name: fuzzy matching is slow
+            return frame.with_columns(pl.col(column).replace_strict(codes, default=None, return_dtype=pl.Int64))
         if fmt.startswith("local:") and self.clean:  # an analyst maps a system's own ids through the master
             mapping = self.local.get(d.system, {})
             return frame.with_columns(pl.col(column).replace_strict(mapping, default=None, return_dtype=pl.Int64))

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from auditors.dataset import Dataset
-from auditors.estimators import ESTIMATORS
+from auditors.estimators import ESTIMATORS, carry_forward
 from contracts.calendar import date_factors, months, weekdays
 from contracts.model import Contract, Edge
 
@@ -59,7 +59,7 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
     base = {"unit": units, "panel": ds.panel.sort("unit_id", "day"), "event": ds.events}[grain]
     if grain == "unit":
         base = base.filter(pl.col("unit_id").is_in(list(index)))
-    uidx = np.array([index.get(int(u), -1) for u in base["unit_id"].to_list()])
+    uidx = _positions(unit_ids, base["unit_id"].to_numpy())
     keep = uidx >= 0
     base, uidx = base.filter(pl.Series(keep)), uidx[keep]
     day = base["day"].to_numpy() if "day" in base.columns else np.zeros(base.height, dtype=np.int64)
@@ -108,6 +108,15 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
     return Rows(y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity, open=is_open)
 
 
+def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Each id's position in sorted_ids, -1 where it is missing (or null)."""
+    ids = np.asarray(ids, dtype=float)  # a null unit reads as NaN
+    at = np.clip(np.searchsorted(sorted_ids, ids), 0, max(len(sorted_ids) - 1, 0))
+    found = (len(sorted_ids) > 0) & np.isfinite(ids)
+    found &= sorted_ids[at] == ids if len(sorted_ids) else False
+    return np.where(found, at, -1)
+
+
 def roll(values: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:
     """Trailing mean over the last `window` days of a (units, periods) array, over the days the unit was
     open (how a reporting system computes a rolling metric)."""
@@ -140,16 +149,32 @@ class ChildModel:
         self.theta: dict[str, float] = {}
         self.levels = {v.name: v.levels for v in contract.variables if v.dtype == "categorical"}
         self.roots = {v.name for v in contract.variables} - {e.child for e in contract.edges}
+        # A scan asks for the other edges' features once per candidate and round: each is computed once.
+        self._features: dict[tuple[str, float | None], np.ndarray] = {}
+        self._carried: dict[str, np.ndarray] = {}
 
     def is_root(self, name: str) -> bool:
         return name in self.roots
+
+    def carried(self, parent: str) -> np.ndarray:
+        """A root's daily panel with each unit's last report carried over its unreported days."""
+        if parent not in self._carried:
+            self._carried[parent] = carry_forward(self.rows.panels[parent])
+        return self._carried[parent]
 
     def x(self, e: Edge) -> np.ndarray:
         values = self.rows.parents[e.parent]
         return values if e.kind == "categorical" else np.asarray(values, dtype=float)
 
     def features(self, e: Edge, theta: float | None = None) -> np.ndarray:
-        block = ESTIMATORS[e.kind].features(self, e, self.theta.get(e.parent) if theta is None else theta)
+        theta = self.theta.get(e.parent) if theta is None else theta
+        key = (e.parent, theta)
+        if key not in self._features:
+            self._features[key] = self._compute_features(e, theta)
+        return self._features[key]
+
+    def _compute_features(self, e: Edge, theta: float | None) -> np.ndarray:
+        block = ESTIMATORS[e.kind].features(self, e, theta)
         if self.window is None:
             return block
         # A rolling metric averages its causes over the same window: so must its features.

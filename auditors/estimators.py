@@ -25,13 +25,11 @@ THRESHOLD_QUANTILES = np.linspace(0.02, 0.98, 97)  # step locations are scanned 
 SATURATION_SCALES = np.linspace(0.1, 4.0, 79)  # curve scales scanned, in parent sd
 
 
-def _carried(panel: np.ndarray) -> np.ndarray:
+def carry_forward(panel: np.ndarray) -> np.ndarray:
     """Each unit's last reported value carried forward over the days it was not reported."""
-    filled = panel.copy()
-    for t in range(1, filled.shape[1]):
-        gap = np.isnan(filled[:, t])
-        filled[gap, t] = filled[gap, t - 1]
-    return filled
+    columns = np.arange(panel.shape[1])
+    last_reported = np.maximum.accumulate(np.where(np.isnan(panel), 0, columns), axis=1)
+    return np.take_along_axis(panel, last_reported, axis=1)
 
 
 class Estimator:
@@ -104,7 +102,7 @@ class Lag(Estimator):
         # a series that exists every day (weather, a rate, a lever) carries its last value over; activity
         # that did not happen is held at its mean, as the generation treats it.
         mean = np.nanmean(panel)
-        known = _carried(panel) if model.is_root(e.parent) else panel
+        known = model.carried(e.parent) if model.is_root(e.parent) else panel
         lagged = np.full_like(panel, mean)
         lagged[:, lag:] = known[:, : panel.shape[1] - lag] if lag else known
         lagged = np.where(np.isnan(lagged), mean, lagged)

@@ -50,6 +50,7 @@ class World:
     contract: Contract | None
     contract_error: str | None
     observed_cache: dict[str, pl.DataFrame] = field(default_factory=dict)
+    parsed_cache: dict[str, pl.DataFrame] = field(default_factory=dict)
 
     @cached_property
     def ledger(self) -> list[dict]:
@@ -234,7 +235,7 @@ def _read(world: World, d: Deliverable) -> pl.DataFrame:
                 data = read_bytes(path, max_bytes=MAX_DATA_FILE_BYTES, what="observed file")
                 return pl.DataFrame(loads(data, where=f"observed/{d.file}")["records"], infer_schema_length=None)
             case "xlsx":
-                sheets = pl.read_excel(path, sheet_id=0, engine="openpyxl")
+                sheets = pl.read_excel(path, sheet_id=0, engine="calamine")
                 return pl.concat(list(sheets.values()), how="vertical_relaxed")
     except Exception as exc:  # noqa: BLE001
         raise WorldFormatError(
