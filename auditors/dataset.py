@@ -35,12 +35,15 @@ EDGE_DAYS = 7  # a switch is looked for at least a week from either end
 LOCAL_DAYS = 21  # and judged on the three weeks either side of it
 DENSE_SHARE = 0.5  # a daily column non-zero at least half the time is checked report to report
 PERSIST_DAYS = 4  # a switch holds for the next days' reports; a one-day dip (a holiday) does not
+SETTLED_DAYS = 28  # and for the next month's: a wet spell lifts a level for days, not for a month
 ADJACENT_GAP_DAYS = 7  # consecutive reports of a unit at most a week apart (closed days in between)
 WHOLE_BIAS = 0.1  # what a year's real level changes add to a step estimated from whole segments (log units)
 MIN_JUMP = 1.8  # a switch multiplies the level by at least 1.8 (conversion factors are 2.2 or more)
 SHARPNESS = 0.3  # the week-on-week step must carry the whole jump (within 30%): switches are not gradual
 FACTOR_MATCH = 0.25  # the step must be within 0.25 log-units (or 3 standard errors) of a known factor
 MIN_UNITS_FOR_STEP = 5  # unit-by-unit steps need a handful of units with values either side
+FACTOR_SHARE = 0.1  # or within a tenth of the factor's own log size (x100 accepted from x63 to x158)
+SWITCH_CANDIDATES = 3  # report-to-report steps tried, largest first
 FACTOR_MARGIN = 0.75  # and the factor matched must be clearly nearer than the next one
 UNIT_WINDOW_DAYS = 14  # each unit's level is compared two weeks before and after the switch
 UNIT_STEP_SHARE = 0.5  # a unit switches if its level moves at least half the factor, in its direction
@@ -213,6 +216,8 @@ def from_observed(world: World, clean: bool = True) -> Dataset:
     units = master.select("unit_id", *[c for c in master.columns if c not in skip])
     units = units.filter(pl.col("unit_id").is_not_null()).unique(subset=["unit_id"], keep="first", maintain_order=True)
     panel = _observed_panel(contract, by_grain, keys, units_of, clean, units, events)
+    if clean:
+        panel = _shared_series_consensus(contract, panel, master)
     event_vars = [v.name for v in contract.variables if v.grain == "event" and v.name in events.columns]
     return Dataset(units, _with_event_means(panel, events, event_vars), events, _capacity_name(contract))
 
@@ -270,6 +275,24 @@ def _observed_panel(
         names = {f.name: f.source.split(".", 1)[1] for f in d.fields}  # the system's setting names
         panel = _expand_schedule(panel, keys.resolve(frame, d).with_columns(pl.col("field").replace(names)))
     return panel
+
+
+def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl.DataFrame) -> pl.DataFrame:
+    """A regional or national series (weather, an index, a rate) is one number per region (nation) and day,
+    whichever unit's file reports it: an analyst takes the units' consensus (their median), which mends a
+    unit's blank or late-posted value, and fills it in on every day the unit was open."""
+    shared = [v for v in contract.variables if v.grain == "panel" and v.scope != "unit" and v.name in panel.columns]
+    if not shared or "region" not in master.columns:
+        return panel
+    regions = (
+        master.select("unit_id", "region").drop_nulls("unit_id").unique("unit_id", keep="first", maintain_order=True)
+    )
+    panel = panel.join(regions, on="unit_id", how="left")
+    for v in shared:
+        group = ["day"] if v.scope == "nation" else ["region", "day"]
+        consensus = pl.col(v.name).median().over(group)
+        panel = panel.with_columns(pl.when(pl.col("open") == 1).then(consensus).alias(v.name))
+    return panel.drop("region")
 
 
 def _days_seen(daily: list[tuple[Deliverable, pl.DataFrame]], events: pl.DataFrame) -> pl.DataFrame:
@@ -367,23 +390,28 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str) -> pl.DataFra
 
 def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, float] | None:
     """The day splitting the log values into the most different halves: (day, whole-segment jump, the
-    jump between the weeks either side of it, that local jump's standard error)."""
+    jump between the weeks either side of it, that local jump's standard error).
+
+    Only days with values are candidates, and "the weeks either side" are the LOCAL_DAYS reporting days
+    before and after: a switch made during a closure (a school's summer break) shows on the first day
+    after it, against the last days before it."""
+    reported = np.unique(days)
     first, last = int(days.min()), int(days.max())
-    candidates = np.arange(first + EDGE_DAYS, last - EDGE_DAYS + 1)
-    if len(candidates) == 0:
+    inside = (reported >= first + EDGE_DAYS) & (reported <= last - EDGE_DAYS + 1)
+    positions = np.flatnonzero(inside)
+    if len(positions) == 0:
         return None
+    candidates = reported[positions]
     cut = np.searchsorted(days, candidates)  # values before each candidate day
     n = len(logs)
-    ok = (cut > 0) & (cut < n)
-    if not ok.any():
-        return None
-    candidates, cut = candidates[ok], cut[ok]
     csum = np.concatenate([[0.0], np.cumsum(logs)])
     jumps = (csum[n] - csum[cut]) / (n - cut) - csum[cut] / cut
     k = int(np.argmax(np.abs(jumps)))
-    day = int(candidates[k])
-    before = logs[(days >= day - LOCAL_DAYS) & (days < day)]
-    after = logs[(days >= day) & (days < day + LOCAL_DAYS)]
+    day, at = int(candidates[k]), int(positions[k])
+    opens = reported[max(at - LOCAL_DAYS, 0)]
+    closes = reported[min(at + LOCAL_DAYS, len(reported) - 1)]
+    before = logs[(days >= opens) & (days < day)]
+    after = logs[(days >= day) & (days < closes)]
     if len(before) < 2 or len(after) < 2:
         return None
     local = float(np.median(after) - np.median(before))
@@ -391,8 +419,12 @@ def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, 
     return day, float(jumps[k]), local, se
 
 
+# size: the search, the factor test and the persistence test read best as one sequence
 def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...]) -> tuple[int, float] | None:
-    """The day most units' values jump from their previous report by the same plausible factor."""
+    """The day most units' values jump from their previous report by the same plausible factor.
+
+    The largest few report-to-report steps are tried in turn (a week from either end of the data): a
+    level near zero early in a season can jump further than a switch, but it does not persist."""
     steps = (
         frame.filter(pl.col(column) > 0)
         .sort("unit_id", "day")
@@ -403,23 +435,49 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
         )
         .filter(pl.col("step").is_not_null() & (pl.col("gap") <= ADJACENT_GAP_DAYS))
     )
+    if steps.height == 0:
+        return None
+    first, last = int(frame["day"].min()), int(frame["day"].max())
     by_day = steps.group_by("day").agg(pl.col("step").median().alias("m"), pl.len().alias("n"))
-    by_day = by_day.filter(pl.col("n") >= MIN_UNITS_FOR_STEP)
-    if by_day.height == 0:
-        return None
-    best = by_day.sort(pl.col("m").abs(), "day", descending=[True, False]).row(0, named=True)
-    # The step report to report must name a factor (with the noise of a day-to-day change), and it must
-    # persist: each unit's reports in the few days after stay at the new level (a holiday dip does not).
-    noise = 1.25 * 1.4826 * float((steps["step"] - steps["step"].median()).abs().median()) / np.sqrt(best["n"])
-    factor = _known_factor(float(best["m"]), max(FACTOR_MATCH, 3 * noise), factors)
-    if factor is None:
-        return None
-    persisted = _window_step(frame, column, int(best["day"]), PERSIST_DAYS)
-    if persisted is None or persisted[0] * np.sign(np.log(factor)) < UNIT_STEP_SHARE * abs(np.log(factor)):
-        return None
-    on_day = steps.filter(pl.col("day") == best["day"])["step"].to_numpy()
-    moved = (np.sign(on_day) == np.sign(np.log(factor))) & (np.abs(on_day) > UNIT_STEP_SHARE * abs(np.log(factor)))
-    return (int(best["day"]), factor) if moved.mean() >= UNITS_SWITCHING else None
+    by_day = by_day.filter(
+        (pl.col("n") >= MIN_UNITS_FOR_STEP) & pl.col("day").is_between(first + EDGE_DAYS, last - EDGE_DAYS)
+    )
+    spread = 1.25 * 1.4826 * float((steps["step"] - steps["step"].median()).abs().median())
+    for best in (
+        by_day.sort(pl.col("m").abs(), "day", descending=[True, False]).head(SWITCH_CANDIDATES).iter_rows(named=True)
+    ):
+        # The step report to report must name a factor (with the noise of a day-to-day change), and it
+        # must persist: each unit's reports in the few days after stay at the new level (a dip does not).
+        factor = _known_factor(float(best["m"]), max(FACTOR_MATCH, 3 * spread / np.sqrt(best["n"])), factors)
+        if factor is None:
+            continue
+        if not all(_persists(frame, column, int(best["day"]), factor, days) for days in (PERSIST_DAYS, SETTLED_DAYS)):
+            continue
+        on_day = steps.filter(pl.col("day") == best["day"])["step"].to_numpy()
+        share = UNIT_STEP_SHARE * abs(np.log(factor))
+        moved = (np.sign(on_day) == np.sign(np.log(factor))) & (np.abs(on_day) > share)
+        if moved.mean() >= UNITS_SWITCHING:
+            return int(best["day"]), factor
+    return None
+
+
+def _around(frame: pl.DataFrame, day: int, reports: int) -> pl.Expr:
+    """Rows within `reports` reporting days either side of `day` (closed stretches do not count: a switch
+    made during a summer break is judged on the weeks of data either side of the break)."""
+    reported = np.unique(frame["day"].drop_nulls().to_numpy())
+    at = int(np.searchsorted(reported, day))
+    if len(reported) == 0:
+        return pl.lit(False)
+    opens = int(reported[max(at - reports, 0)])
+    closes = int(reported[at + reports]) if at + reports < len(reported) else int(reported[-1]) + 1
+    return (pl.col("day") >= opens) & (pl.col("day") < closes)
+
+
+def _persists(frame: pl.DataFrame, column: str, day: int, factor: float, reports: int) -> bool:
+    """Whether units' levels over `reports` reporting days after `day` sit at least half the factor away from
+    those before: a switch holds for good, rain or a holiday moves the level and lets it go."""
+    step = _window_step(frame, column, day, reports)
+    return step is not None and step[0] * np.sign(np.log(factor)) >= UNIT_STEP_SHARE * abs(np.log(factor))
 
 
 def _whole_step(days: np.ndarray, logs: np.ndarray, day: int) -> tuple[float, float]:
@@ -432,7 +490,7 @@ def _whole_step(days: np.ndarray, logs: np.ndarray, day: int) -> tuple[float, fl
 
 def _window_step(frame: pl.DataFrame, column: str, day: int, window: int) -> tuple[float, float] | None:
     """Median across units of each unit's log step between the `window` days before and after `day`."""
-    near = (pl.col("day") >= day - window) & (pl.col("day") < day + window) & (pl.col(column) > 0)
+    near = _around(frame, day, window) & (pl.col(column) > 0)
     logged = pl.col(column).cast(pl.Float64).log()
     per_unit = (
         frame.filter(near)
@@ -457,7 +515,7 @@ def _unit_step(frame: pl.DataFrame, column: str, day: int, pooled: float, pooled
     best = (pooled, pooled_se)
     logged = pl.col(column).cast(pl.Float64).log()
     for window in (EDGE_DAYS, LOCAL_DAYS):
-        near = (pl.col("day") >= day - window) & (pl.col("day") < day + window) & (pl.col(column) > 0)
+        near = _around(frame, day, window) & (pl.col(column) > 0)
         per_unit = (
             frame.filter(near)
             .group_by("unit_id")
@@ -478,17 +536,20 @@ def _unit_step(frame: pl.DataFrame, column: str, day: int, pooled: float, pooled
 
 
 def _known_factor(step: float, tolerance: float, factors: tuple[float, ...]) -> float | None:
-    """The conversion factor (or its inverse) a log step matches, if one matches unambiguously."""
+    """The conversion factor (or its inverse) a log step matches, if one matches unambiguously.
+
+    A large factor is matched within a share of itself: x100 seen as x75 (a real change on the same day)
+    is still cents, while a factor of 2.2 must be met closely, for a real doubling would look alike."""
     options = sorted(((abs(step - np.log(f)), f) for known in factors for f in (known, 1 / known)), key=lambda t: t[0])
     best, factor = options[0]
     second = options[1][0] if len(options) > 1 else np.inf
-    return factor if best < tolerance and best < FACTOR_MARGIN * second else None
+    within = max(tolerance, FACTOR_SHARE * abs(np.log(factor)))
+    return factor if best < within and best < FACTOR_MARGIN * second else None
 
 
 def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> bool:
     """A system migration changes every unit's numbers by the same factor on the same day."""
-    near = (pl.col("day") >= from_day - UNIT_WINDOW_DAYS) & (pl.col("day") < from_day + UNIT_WINDOW_DAYS)
-    window = frame.filter(near & (pl.col(column) > 0))
+    window = frame.filter(_around(frame, from_day, UNIT_WINDOW_DAYS) & (pl.col(column) > 0))
     per_unit = (
         window.group_by("unit_id")
         .agg(

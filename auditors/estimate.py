@@ -90,7 +90,10 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
             panel = panel_sorted[p].cast(pl.Float64).to_numpy().reshape(len(unit_ids), periods)
             if g == "event":  # days without events have no mean: an analyst imputes the overall mean
                 panel = np.where(np.isnan(panel), np.nanmean(panel), panel)
-            elif open_days is not None:  # a rate with no trials that day: imputed on days the unit was open
+            elif open_days is not None and contract.variable(p).observe == "rate":
+                # A rate with no trials that day has no value: imputed on days the unit was open. A blank
+                # measurement is left blank, and its rows out of the fit (a mean in its place would
+                # attenuate its slope and bias every slope correlated with it).
                 panel = np.where(np.isnan(panel) & open_days, np.nanmean(panel), panel)
             panels[p] = panel
             if g == "event" and grain == "panel":

@@ -116,13 +116,15 @@ def fit_child(contract: Contract, state: CanonicalState, child: str) -> Fit | No
     kinds = {e.parent: e.kind for e in contract.edges if e.child == child}
     columns, owner = [np.ones(len(rows))], [""]
     for parent in sorted(contributions):
-        c = _as_reported(contract, state, child, contributions[parent])[rows]
         if kinds[parent] == "categorical":
-            for value in np.unique(c)[1:]:
-                columns.append((c == value).astype(float))
+            # One dummy per level, told apart before any rolling: a rolled constant is constant only up to
+            # rounding, and every rounding would become a level of its own.
+            raw = contributions[parent].reshape(-1)
+            for value in np.unique(raw[np.isfinite(raw)])[1:]:
+                columns.append(_as_reported(contract, state, child, (raw == value).astype(float))[rows])
                 owner.append(parent)
         else:
-            columns.append(c)
+            columns.append(_as_reported(contract, state, child, contributions[parent])[rows])
             owner.append(parent)
     v = contract.variable(child)
     if v.role == "volume":  # the calendar moves the volume too: a nuisance, controlled for as an analyst would

@@ -1,0 +1,102 @@
+"""The auditor's cleaning as an analyst would do it: unit switches found and undone exactly, real changes
+left alone, shared external series read as one number per region and day."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from auditors.dataset import repair_unit_drift
+
+UNITS, DAYS = 40, 365
+
+
+def daily_panel(level: np.ndarray, seed: int = 0, noise: float = 0.05) -> pl.DataFrame:
+    """UNITS x days panel: level[day] times a unit effect times lognormal noise, every day reported."""
+    rng = np.random.default_rng(seed)
+    unit_effect = rng.lognormal(0, 0.3, UNITS)[:, None]
+    values = level[None, :] * unit_effect * rng.lognormal(0, noise, (UNITS, len(level)))
+    return pl.DataFrame(
+        {
+            "unit_id": np.repeat(np.arange(UNITS), len(level)),
+            "day": np.tile(np.arange(len(level)), UNITS),
+            "cost": values.reshape(-1).round(2),
+        }
+    )
+
+
+def switched(frame: pl.DataFrame, day: int, factor: float) -> pl.DataFrame:
+    return frame.with_columns(pl.when(pl.col("day") >= day).then(pl.col("cost") * factor).otherwise("cost"))
+
+
+def test_a_switch_to_cents_is_undone_exactly_even_when_the_level_drops_the_same_day():
+    level = np.full(DAYS, 100.0)
+    level[181:] *= 0.75  # a real 25% drop on the day the system moved to cents
+    clean = daily_panel(level)
+    fixed = repair_unit_drift(switched(clean, 181, 100.0), "cost", "EUR")
+    assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-9)
+
+
+def test_a_wet_spell_that_lifts_every_unit_for_days_is_not_a_unit_switch():
+    level = np.full(DAYS, 100.0)
+    level[200:206] *= 2.3  # rain across the region: every unit up by about the kg->lb factor, for six days
+    frame = daily_panel(level)
+    assert repair_unit_drift(frame, "cost", "kg").equals(frame)
+
+
+def test_a_real_step_that_lasts_is_not_taken_for_pounds():
+    level = np.full(DAYS, 100.0)
+    level[150:] *= 1.5  # a price rise for everyone: sharp and lasting, but no conversion factor
+    frame = daily_panel(level)
+    assert repair_unit_drift(frame, "cost", "kg").equals(frame)
+
+
+def test_a_switch_made_during_a_summer_break_is_found_across_the_break():
+    rng = np.random.default_rng(3)
+    days = np.concatenate([np.arange(0, 190), np.arange(240, DAYS)])  # closed for the summer
+    n = 30_000
+    day = np.sort(rng.choice(days, n))
+    minutes = rng.lognormal(np.log(40), 0.5, n).round(2)
+    events = pl.DataFrame({"unit_id": rng.integers(0, UNITS, n), "day": day, "cost": minutes})
+    moved = events.with_columns(pl.when(pl.col("day") >= 222).then(pl.col("cost") * 60).otherwise("cost"))
+    fixed = repair_unit_drift(moved, "cost", "minutes")
+    assert np.allclose(fixed["cost"].to_numpy(), events["cost"].to_numpy(), rtol=1e-9)
+
+
+def test_an_early_season_ramp_does_not_hide_the_real_switch():
+    level = np.full(DAYS, 1600.0)
+    level[:3] = 370.0  # a near-zero start: the first days' jump is as large as the kg->lb factor
+    clean = daily_panel(level)
+    fixed = repair_unit_drift(switched(clean, 176, 2.20462), "cost", "kg")
+    assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-6)
+
+
+def test_a_regional_series_is_read_as_the_units_consensus_per_region_and_day():
+    from auditors.dataset import _shared_series_consensus
+    from contracts.model import Variable
+    from tests.test_estimators import _contract
+
+    rate = Variable(
+        name="rate", description="regional rate", grain="panel", dtype="float", unit="%", mean=5, sd=1, system="s", layer=0,
+        scope="region",
+    )  # fmt: skip
+    rng = np.random.default_rng(0)
+    region = np.array(["north", "south"])[np.arange(UNITS) % 2]
+    truth = {"north": rng.normal(5, 1, DAYS), "south": rng.normal(8, 1, DAYS)}
+    value = np.stack([truth[r] for r in region]).round(2)
+    shown = value.copy()
+    shown[rng.random(shown.shape) < 0.05] = np.nan  # blanks
+    late = rng.random(shown.shape) < 0.03
+    shown[late] = np.roll(value, 3, axis=1)[late]  # late postings: another day's value
+    opened = rng.random(shown.shape) > 0.1
+    panel = pl.DataFrame(
+        {
+            "unit_id": np.repeat(np.arange(UNITS), DAYS),
+            "day": np.tile(np.arange(DAYS), UNITS),
+            "open": opened.reshape(-1).astype(np.int8),
+            "rate": np.where(opened, shown, np.nan).reshape(-1),
+        }
+    ).with_columns(pl.col("rate").fill_nan(None))
+    master = pl.DataFrame({"unit_id": np.arange(UNITS), "region": region})
+    got = _shared_series_consensus(_contract([], [rate]), panel, master)["rate"].to_numpy().reshape(UNITS, DAYS)
+    assert np.allclose(got[opened], value[opened]) and np.isnan(got[~opened]).all()
