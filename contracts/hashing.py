@@ -13,7 +13,12 @@ def column_sha256(values: np.ndarray) -> str:
     h = hashlib.sha256()
     if values.dtype.kind in "OUT":
         h.update(b"str:")
-        h.update("\x1f".join("" if v is None else str(v) for v in values.tolist()).encode())
+        items = values.tolist()
+        try:
+            text = "\x1f".join(items)  # the common case, all strings: no per-item conversion
+        except TypeError:
+            text = "\x1f".join("" if v is None else str(v) for v in items)
+        h.update(text.encode())
     else:
         arr = np.ascontiguousarray(values)
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)

@@ -5,8 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from worldgen.build import BuildConfig, run_build
+
+# Property tests draw the same examples on every run: a red CI run is reproducible, never a lucky draw.
+settings.register_profile("worldgen", derandomize=True)
+settings.load_profile("worldgen")
 
 
 def build(out: Path, n: int, seed: int = 0, workers: int = 1, defect_scale: float = 1.0, domains=()) -> Path:

@@ -69,11 +69,15 @@ def test_saturation_half_point_recovered_within_a_fifth_sd(seed):
         coef = ols(y, f)
         sse.append(np.sum((y - coef[0] - coef[1] * f) ** 2))
     half = origin + kappas[int(np.argmin(sse))] * np.log(2)
-    # Gentle curves (kappa up to 2 sd) bend slowly: the contract's profile tolerance says how well each one is
-    # located in its world's data; on 20,000 clean rows a fifth of an sd always suffices.
-    assert abs(half - (origin + params["kappa"] * np.log(2))) < 0.2 * PARENT.sd
-    low = x < PARENT.mean - PARENT.sd
-    high = x > PARENT.mean + PARENT.sd
+    # Gentle curves (kappa up to 2 sd) bend slowly, so their half point is located only up to a share of its
+    # distance from the origin (the contract's profile tolerance says how well in each world's data); on 20,000
+    # clean rows a fifth of an sd, or a fifth of that distance for the gentlest, always suffices.
+    true_half = params["kappa"] * np.log(2)
+    assert abs(half - (origin + true_half)) < max(0.2 * PARENT.sd, 0.2 * true_half)
+    # Below the origin the curve is flat, so the slopes compare the lowest and highest thirds of the rise.
+    low_cut, high_cut = np.quantile(x[x > origin], [1 / 3, 2 / 3])
+    low = (x > origin) & (x < low_cut)
+    high = x > high_cut
     assert abs(np.polyfit(x[high], y[high], 1)[0]) < 0.6 * abs(np.polyfit(x[low], y[low], 1)[0]), (
         "returns must diminish"
     )

@@ -22,6 +22,9 @@ from contracts.errors import PackError, did_you_mean, raise_collected
 from contracts.model import SNAKE, AltUnit, Calendar, Climate, Format, Grain, PartyColumn
 from worldgen.mechanisms import MECHANISMS, Role
 
+# libyaml's safe loader parses a pack ten times faster than the pure-Python one (same documents, same data).
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 Dtype = Literal["float", "count", "binary", "categorical"]
 Pattern = Literal["signal", "policy"]
 # How a variable's values are reported (its observation model); see Variable.observe.
@@ -415,7 +418,7 @@ def _edge_problems(pack: DomainPack) -> list[str]:
 def load_pack_file(path: Path) -> DomainPack:
     """Load and validate one pack file; any problem becomes one PackError naming the file."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
     except (OSError, yaml.YAMLError) as exc:
         raise PackError(f"{path}: cannot read domain pack: {exc}".replace("\n", " ")) from None
     try:

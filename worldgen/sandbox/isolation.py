@@ -20,6 +20,9 @@ from pathlib import Path
 # Inside-sandbox locations: what code running in the sandbox sees.
 WORKSPACE = "/workspace"
 RUNTIME = "/opt/worldgen-sandbox"
+# A virtual environment is mounted here, not at its host path: a venv inside a checkout (CI's .venv) would
+# otherwise make the checkout's path exist in the sandbox.
+VENV = "/opt/worldgen-python"
 ROOT_NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
 SYSTEM_DIRS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32", "/usr/bin", "/usr/share/zoneinfo")
 TOP_LINKS = ("/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin")
@@ -28,9 +31,22 @@ SYSTEM_FILES = ("/etc/ld.so.cache",)
 _probe_cache: dict[str, str | None] = {}
 
 
+def venv_dir() -> str | None:
+    """The host directory of the virtual environment this interpreter runs in, if any."""
+    return os.path.realpath(sys.prefix) if sys.prefix != sys.base_prefix else None
+
+
+def sandbox_python() -> str:
+    """The interpreter's path as the sandboxed process sees it."""
+    venv = venv_dir()
+    return f"{VENV}/bin/{os.path.basename(sys.executable)}" if venv else sys.executable
+
+
 def runtime_dirs() -> list[str]:
-    """The directories the interpreter needs: the venv, the base installation and the system libraries."""
-    wanted = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    """The host directories the interpreter needs: the base installation and the system libraries."""
+    wanted = {sys.base_prefix, sys.base_exec_prefix}
+    if venv_dir() is None:
+        wanted |= {sys.prefix, sys.exec_prefix}
     wanted |= {os.path.realpath(p) for p in wanted}
     wanted.add(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
     wanted |= {d for d in SYSTEM_DIRS if os.path.isdir(d) and not os.path.islink(d)}
@@ -69,6 +85,9 @@ def bwrap_argv(
     for folder in runtime_dirs():
         parents(folder)
         argv += ["--ro-bind", folder, folder]
+    if venv_dir():
+        parents(VENV)
+        argv += ["--ro-bind", venv_dir(), VENV]
     for file in SYSTEM_FILES:
         if os.path.isfile(file):
             parents(file)
@@ -107,7 +126,9 @@ def probe(bwrap: str) -> str | None:
                 made.add(parent)
                 argv += ["--perms", "0755", "--dir", parent]
         argv += ["--ro-bind", folder, folder]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--", sys.executable, "-c", "print('ok')"]
+    if venv_dir():
+        argv += ["--perms", "0755", "--dir", os.path.dirname(VENV), "--ro-bind", venv_dir(), VENV]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--", sandbox_python(), "-c", "print('ok')"]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
         reason = None if done.stdout.strip() == "ok" else (done.stderr.strip() or f"exit code {done.returncode}")

@@ -216,7 +216,9 @@ class Session:
 
     def _can_drop_root(self) -> bool:
         """Under bwrap the runtime is re-mounted so any uid can read it; without, the host paths must allow it."""
-        return self.isolated or isolation.world_traversable([*isolation.runtime_dirs(), str(self._base)])
+        return self.isolated or isolation.world_traversable(
+            [*isolation.runtime_dirs(), *filter(None, [isolation.venv_dir()]), str(self._base)]
+        )
 
     def _env(self) -> dict[str, str]:
         threads = str(self.limits.threads or min(4, os.cpu_count() or 1))
@@ -254,7 +256,7 @@ class Session:
             "output_chars": lim.output_chars,
             "kill_all": self.isolated or self._uid is not None,
         }
-        python = [sys.executable, "-s", "-B"]
+        python = [isolation.sandbox_python() if self.isolated else sys.executable, "-s", "-B"]
         driver = [*python, f"{runtime}/_driver.py", json.dumps(driver_config)]
         launcher = [
             *python,
