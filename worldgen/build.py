@@ -577,7 +577,7 @@ def run_build(cfg: BuildConfig, on_world: Callable[[dict], None] | None = None) 
                     if remaining <= 0:
                         pass
                     elif cfg.executor == "ray":
-                        _run_ray(cfg, pool, todo, record)
+                        _run_ray(cfg, pool, todo, record, signals)
                     elif not cfg.isolate and (cfg.workers == 1 or remaining == 1):
                         _run_in_process(cfg, pool, todo, record)
                     else:
@@ -635,15 +635,22 @@ def _failure(cfg: BuildConfig, pool: list[Persona], k: int, exc: BaseException |
     return f"world {k} ({world}) could not be built: {one_line(reason, 200)}; finished worlds are kept"
 
 
-def _run_ray(cfg: BuildConfig, pool: list[Persona], todo: Iterator[int], record) -> None:
-    """Each world a Ray task seeded by its index; its files come back as bytes and are committed here."""
+def _run_ray(cfg: BuildConfig, pool: list[Persona], todo: Iterator[int], record, signals: _Signals) -> None:
+    """Each world a Ray task seeded by its index; its files come back as bytes and are committed here.
+
+    Signals are only recorded while Ray runs (an exception raised inside Ray's compiled calls would surface as
+    a SystemError) and acted on between its calls, at most POLL_SECONDS later: no new task is submitted, the
+    ones in flight are cancelled, the world being committed finishes its rename first.
+    """
     from worldgen import executors
 
     mine = executors.fingerprint()
     jobs = ((k, (cfg.seed, k, persona_for(cfg.seed, k, pool), cfg.size, cfg.defect_scale)) for k in todo)
+    signals.shielded = True  # _armed re-arms on the way out
     with executors.RayPool(cfg.address, cfg.workers, WORKER_PEAK_MIB[cfg.size]) as ray_pool:
+        signals.check()
         try:
-            for k, result in ray_pool.imap_unordered(executors.build_task, jobs):
+            for k, result in ray_pool.imap_unordered(executors.build_task, jobs, poll=signals.check):
                 world = world_id_for(cfg.seed, k, persona_for(cfg.seed, k, pool).domain)
                 if result["fingerprint"] != mine:
                     raise BuildError(
@@ -662,6 +669,7 @@ def _run_ray(cfg: BuildConfig, pool: list[Persona], todo: Iterator[int], record)
                 started = time.perf_counter()
                 _commit_files(cfg, pool, k, world, result["files"])
                 record(result["timing"] | {"commit": round(time.perf_counter() - started, 6)})
+                signals.check()
         except executors.TaskFailed as exc:
             raise BuildError(_failure(cfg, pool, exc.key, str(exc))) from None
 

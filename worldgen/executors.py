@@ -33,6 +33,7 @@ from pathlib import Path
 from contracts.errors import InputError
 
 EXECUTORS = ("local", "ray")
+POLL_SECONDS = 0.25  # the longest a recorded interrupt waits for Ray to hand control back
 RAY_HINT = 'pip install -e ".[ray]"'
 # Retries of a task whose worker process or node died (never of a world whose code raised: that is a bug or
 # bad input, and retrying it gives the same answer). Safe because a task writes only its own scratch directory.
@@ -115,11 +116,14 @@ class RayPool:
         self._pending.clear()
 
     def imap_unordered(
-        self, fn: Callable, items: Iterable[tuple[object, tuple]], on_submit: Callable[[object], None] | None = None
+        self, fn: Callable, items: Iterable[tuple[object, tuple]], poll: Callable[[], None] = lambda: None
     ) -> Iterator[tuple[object, object]]:
         """Run `fn(*args)` as a Ray task per `(key, args)`; yield `(key, result)` as tasks finish.
 
-        At most ~1.25x `capacity` tasks are outstanding, so results never pile up in the object store faster
+        `poll` runs between Ray calls, at least every POLL_SECONDS: the place to raise on a recorded signal
+        (never raise inside Ray's own calls from a signal handler).
+
+        At most `workers` (or ~1.25x the cluster's CPUs) tasks are outstanding, so results never pile up in the object store faster
         than the caller consumes them. A task that raises, or whose worker died more than SYSTEM_RETRIES
         times, raises TaskFailed with one line.
         """
@@ -133,7 +137,9 @@ class RayPool:
         if self.memory_mib:  # scheduling only: Ray places no more worlds on a node than its memory holds
             options["memory"] = self.memory_mib * (1 << 20)
         remote = ray.remote(fn).options(**options)
-        in_flight = self.capacity + max(1, self.capacity // 4)
+        # With --workers, exactly that many at once; otherwise a quarter more than the cluster's CPUs, queued in
+        # Ray, so that no CPU waits while the driver writes a finished world.
+        in_flight = self.capacity if self.workers else self.capacity + max(1, self.capacity // 4)
         source = iter(items)
         exhausted = False
         while True:
@@ -144,11 +150,11 @@ class RayPool:
                     break
                 key, args = item
                 self._pending[remote.remote(*args)] = key
-                if on_submit:
-                    on_submit(key)
+                poll()
             if not self._pending:
                 return
-            ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=1.0)
+            ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=POLL_SECONDS)
+            poll()
             for ref in ready:
                 key = self._pending.pop(ref)
                 yield key, self._result(ref, key)
@@ -266,10 +272,24 @@ def packed_bytes(packed: Packed) -> int:
     return sum(len(data) for _, data in packed if isinstance(data, bytes))
 
 
+SCRATCH_PREFIX = "worldgen-ray-"
+
+
 @contextlib.contextmanager
 def scratch_dir() -> Iterator[Path]:
-    """A private directory on the node running the task, removed whatever happens."""
-    path = Path(tempfile.mkdtemp(prefix="worldgen-ray-"))
+    """A private directory on the node running the task, removed whatever happens.
+
+    A worker killed mid-world (out of memory, a cancelled task) cannot remove its own: the next task on the
+    node removes scratch directories whose process is gone (the pid is part of the name).
+    """
+    import psutil
+
+    root = Path(tempfile.gettempdir())
+    for stale in root.glob(f"{SCRATCH_PREFIX}*-*"):
+        pid = stale.name.removeprefix(SCRATCH_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)) and stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+    path = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-", dir=root))
     try:
         yield path
     finally:
@@ -359,9 +379,9 @@ def audit_on_ray(worlds: list[Path], address: str | None = None, workers: int | 
             yield i, (path.name, files, str(path))
 
     reports: dict[int, object] = {}
-    with RayPool(address, workers) as pool:
+    with _deferred_interrupt() as poll, RayPool(address, workers) as pool:
         try:
-            for i, result in pool.imap_unordered(audit_task, items()):
+            for i, result in pool.imap_unordered(audit_task, items(), poll=poll):
                 path = worlds[i]
                 if result["fingerprint"] != mine:
                     raise WorldFormatError(
@@ -379,6 +399,25 @@ def audit_on_ray(worlds: list[Path], address: str | None = None, workers: int | 
                 raise WorldFormatError(str(exc.cause)) from None
             raise WorldFormatError(f"{path}: could not be audited: {one_line(str(exc), 300)}") from None
     return [reports[i] for i in range(len(worlds))]
+
+
+@contextlib.contextmanager
+def _deferred_interrupt() -> Iterator[Callable[[], None]]:
+    """Ctrl-C is recorded, then raised as KeyboardInterrupt by the poll between Ray's calls."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    received: list[int] = []
+
+    def poll() -> None:
+        if received:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield poll
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _node() -> str:
