@@ -646,7 +646,7 @@ def _run_ray(cfg: BuildConfig, pool: list[Persona], todo: Iterator[int], record,
 
     mine = executors.fingerprint()
     jobs = ((k, (cfg.seed, k, persona_for(cfg.seed, k, pool), cfg.size, cfg.defect_scale)) for k in todo)
-    signals.shielded = True  # _armed re-arms on the way out
+    signals.shielded = True  # from here on, only recorded (and raised by signals.check between Ray calls)
     with executors.RayPool(cfg.address, cfg.workers, WORKER_PEAK_MIB[cfg.size]) as ray_pool:
         signals.check()
         try:

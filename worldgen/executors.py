@@ -89,7 +89,9 @@ class RayPool:
                     if self.address:
                         ray.init(address=self.address, **_INIT_OPTIONS)
                     else:
-                        ray.init(num_cpus=self.workers or _available_cores(), **_INIT_OPTIONS)
+                        from worldgen.build import available_cores
+
+                        ray.init(num_cpus=self.workers or available_cores(), **_INIT_OPTIONS)
             except Exception as exc:  # noqa: BLE001 - an unreachable cluster is the user's input: one line
                 where = f"the Ray cluster at {self.address}" if self.address else "a local Ray instance"
                 raise InputError(f"cannot start or reach {where}: {type(exc).__name__}: {exc}") from None
@@ -198,13 +200,6 @@ def _quiet_ray_logging() -> Iterator[None]:
         yield
     finally:
         logger.setLevel(level)
-
-
-def _available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def _signal_handlers() -> dict:
