@@ -73,9 +73,10 @@ MAX_BUILD_JSON_BYTES = 64 * KIB  # ours is ~300 bytes
 MAX_WORLD_JSON_BYTES = 16 * MIB  # ours is ~3 KiB
 MAX_MANIFEST_BYTES = 4 << 30  # 10^7 entries of ~200 bytes
 # Peak RSS of one worker building and auditing worlds (benchmarks/bench_memory.py: small 195-207 MiB, default
-# 264-288 and up to 354 over 50 worlds, large 758-808), rounded up by ~15-25%: K workers need about K times
-# this, and more than the machine's physical memory is refused before anything is built.
-WORKER_PEAK_MIB = {"small": 260, "default": 400, "large": 950}
+# 264-288 and up to 354 over 50 worlds, large 758-808; benchmarks/bench_build.py over 50 worlds of today's
+# generator and auditor: small 305, default 544), rounded up by ~15-25%: K workers need about K times this,
+# more than the machine's physical memory is refused before anything is built, and a Ray task asks for it.
+WORKER_PEAK_MIB = {"small": 370, "default": 650, "large": 950}
 # Address-space cap of a worker process: ~3x the largest world's virtual peak (2.4 GiB at --size large), so a
 # runaway world fails with one line instead of taking the machine down. Workers only, never the caller's process.
 WORKER_ADDRESS_SPACE = 8 << 30
@@ -151,7 +152,7 @@ def validate_config(cfg: BuildConfig) -> list[Persona]:
 
 def check_executor(executor: str, address: str | None) -> None:
     """--executor is local or ray; ray must be importable (else one line with the install hint)."""
-    from worldgen.executors import EXECUTORS, import_ray
+    from worldgen.executors import EXECUTORS, check_address, import_ray
 
     if executor not in EXECUTORS:
         raise InputError(
@@ -161,6 +162,8 @@ def check_executor(executor: str, address: str | None) -> None:
         raise InputError("--address is the Ray cluster to run on; it needs --executor ray")
     if executor == "ray":
         import_ray()
+        if address is not None:
+            check_address(address)  # before anything is written: a cluster that is not there is one line
 
 
 def available_cores() -> int:

@@ -54,6 +54,27 @@ def import_ray():
     return ray
 
 
+PROBE_SECONDS = 10.0
+
+
+def check_address(address: str) -> None:
+    """A `host:port` cluster address must accept a connection now: ray.init would otherwise retry forever.
+
+    `auto`, `local` and `ray://` client addresses are left to Ray.
+    """
+    import socket
+
+    if address in ("auto", "local") or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(f"--address {address!r} is not host:port (e.g. 10.0.0.1:6379), 'auto' or ray://host:port")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS).close()
+    except OSError as exc:
+        raise InputError(f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}") from None
+
+
 class TaskFailed(Exception):
     """One task could not finish: `key` is its item's key, the message is one line."""
 
@@ -87,6 +108,7 @@ class RayPool:
             try:
                 with _quiet_ray_logging():
                     if self.address:
+                        check_address(self.address)
                         ray.init(address=self.address, **_INIT_OPTIONS)
                     else:
                         from worldgen.build import available_cores
