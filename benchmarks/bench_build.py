@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 SYNTHESIS = ("dag", "contract", "canonical", "projection", "write")
-STAGES = (*SYNTHESIS, "audit", "tasks", "commit")
+STAGES = (*SYNTHESIS, "audit", "tasks", "pack", "commit")  # pack, commit: Ray only (task packs, driver writes)
 SAMPLE_SECONDS = 0.2
 MIB = 1 << 20
 
@@ -92,7 +92,7 @@ def measure(spec: dict) -> dict:
     timings = [json.loads(line) for line in (out / "timings.jsonl").read_text().splitlines()]
     metas = [json.loads((out / "worlds" / t["world_id"] / "world.json").read_text()) for t in timings]
     disk = [_bytes(out / "worlds" / t["world_id"]) for t in timings]
-    stage_sum = [sum(t.get(s, 0.0) for s in STAGES if s != "commit") for t in timings]
+    stage_sum = [sum(t.get(s, 0.0) for s in STAGES if s != "commit") for t in timings]  # a task's seconds
     workers_rss = [rss for role, rss in peaks.values() if role == "worker"]
     result = {
         "n": n,

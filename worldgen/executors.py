@@ -26,6 +26,7 @@ import stat
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
@@ -342,7 +343,9 @@ def build_task(seed: int, index: int, persona, size: str, scale: float) -> dict:
 
     with scratch_dir() as scratch:
         timing = _build_one(seed, index, persona, size, str(scratch), scale)
+        started = time.perf_counter()
         files = pack_dir(scratch / timing["world_id"])
+        timing["pack"] = round(time.perf_counter() - started, 6)
     return {"timing": timing, "files": files, "fingerprint": fingerprint(), "node": _node()}
 
 
