@@ -18,12 +18,18 @@ The output directory is the user's disk, so the build follows four rules:
   and SIGHUP stop the build: no new world is handed out, the in-flight ones are dropped (their `.tmp-`
   directories removed), the manifest lists exactly the committed worlds. Workers die with their parent
   (PR_SET_PDEATHSIG on Linux, and a watchdog thread polling the parent pid everywhere).
+
+Where worlds are built is a seam: in this process, in spawned local worker processes (`--workers`, default
+every core this process may run on), or as Ray tasks (`--executor ray`, `worldgen.executors.RayPool`) that
+return each world's files as bytes. Either way this module keeps the lock, the checks, resume, the atomic
+commit of each world and the manifest.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -61,14 +67,16 @@ WORLDS_DIR = "worlds"
 LEGACY_BUILD_KEYS = frozenset({"schema_version", "seed", "size", "domains", "personas_sha256", "defect_scale"})
 
 MAX_N = 10_000_000  # ~4 months of building at 1 world/s; a larger --n is a typo, and its plan would not fit in memory
-MAX_WORKERS = 256
+MAX_WORKERS = 256  # local worker processes
+MAX_RAY_WORKERS = 100_000  # Ray tasks at once (--executor ray): a cluster, not this machine
 MAX_BUILD_JSON_BYTES = 64 * KIB  # ours is ~300 bytes
 MAX_WORLD_JSON_BYTES = 16 * MIB  # ours is ~3 KiB
 MAX_MANIFEST_BYTES = 4 << 30  # 10^7 entries of ~200 bytes
 # Peak RSS of one worker building and auditing worlds (benchmarks/bench_memory.py: small 195-207 MiB, default
-# 264-288 and up to 354 over 50 worlds, large 758-808), rounded up by ~15-25%: K workers need about K times
-# this, and more than the machine's physical memory is refused before anything is built.
-WORKER_PEAK_MIB = {"small": 260, "default": 400, "large": 950}
+# 264-288 and up to 354 over 50 worlds, large 758-808; benchmarks/bench_build.py over 50 worlds of today's
+# generator and auditor: small 305, default 544), rounded up by ~15-25%: K workers need about K times this,
+# more than the machine's physical memory is refused before anything is built, and a Ray task asks for it.
+WORKER_PEAK_MIB = {"small": 370, "default": 650, "large": 950}
 # Address-space cap of a worker process: ~3x the largest world's virtual peak (2.4 GiB at --size large), so a
 # runaway world fails with one line instead of taking the machine down. Workers only, never the caller's process.
 WORKER_ADDRESS_SPACE = 8 << 30
@@ -86,7 +94,9 @@ class BuildConfig:
     n: int
     seed: int = 0
     out: Path = Path("output")
-    workers: int = 1
+    # Worlds built at once. None: every core this process may run on (fewer if their worlds would not fit in
+    # memory); with Ray, every CPU of the cluster.
+    workers: int | None = 1
     size: str = "default"
     domains: tuple[str, ...] = ()
     personas_file: Path | None = None
@@ -95,6 +105,8 @@ class BuildConfig:
     # unwinds through library code mid-write, and the worker's address-space cap applies. In-process (the
     # default for one worker) saves the worker's start-up, which tests and benchmarks prefer.
     isolate: bool = False
+    executor: str = "local"  # local | ray
+    address: str | None = None  # the Ray cluster (--executor ray); None: $RAY_ADDRESS or a local Ray
 
 
 @dataclass
@@ -112,13 +124,16 @@ def validate_config(cfg: BuildConfig) -> list[Persona]:
     if cfg.n > MAX_N:
         raise InputError(f"--n {cfg.n} is over the limit of {MAX_N:,} worlds per build; build in several --out")
     check_seed(cfg.seed)
-    if isinstance(cfg.workers, bool) or not isinstance(cfg.workers, int) or not 1 <= cfg.workers <= MAX_WORKERS:
-        raise InputError(f"--workers must be between 1 and {MAX_WORKERS}, got {cfg.workers}")
+    check_executor(cfg.executor, cfg.address)
+    workers, limit = cfg.workers, MAX_RAY_WORKERS if cfg.executor == "ray" else MAX_WORKERS
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= limit):
+        raise InputError(f"--workers must be between 1 and {limit}, got {workers}")
     if cfg.size not in SIZES:
         raise InputError(f"--size {cfg.size!r} is not one of {', '.join(SIZES)}{did_you_mean(cfg.size, SIZES)}")
     if not 0 <= cfg.defect_scale <= 5:
         raise InputError(f"--defect-scale must be in [0, 5], got {cfg.defect_scale}")
-    _check_memory_plan(cfg)
+    if cfg.executor == "local":  # a cluster's memory is Ray's to schedule (each task asks for its world's peak)
+        _check_memory_plan(cfg)
     domains = builtin_domains()
     for d in cfg.domains:
         if d not in domains:
@@ -135,10 +150,44 @@ def validate_config(cfg: BuildConfig) -> list[Persona]:
     return sorted(pool, key=lambda p: p.id)
 
 
+def check_executor(executor: str, address: str | None) -> None:
+    """--executor is local or ray; ray must be importable (else one line with the install hint)."""
+    from worldgen.executors import EXECUTORS, check_address, import_ray
+
+    if executor not in EXECUTORS:
+        raise InputError(
+            f"--executor {executor!r} is not one of {', '.join(EXECUTORS)}{did_you_mean(executor, EXECUTORS)}"
+        )
+    if address is not None and executor != "ray":
+        raise InputError("--address is the Ray cluster to run on; it needs --executor ray")
+    if executor == "ray":
+        import_ray()
+        if address is not None:
+            check_address(address)  # before anything is written: a cluster that is not there is one line
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which containers and taskset narrow)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def default_workers(size: str) -> int:
+    """--workers when not given: every available core, fewer if that many worlds would not fit in memory."""
+    import psutil
+
+    fit = psutil.virtual_memory().total // (WORKER_PEAK_MIB[size] * MIB)
+    return max(1, min(available_cores(), MAX_WORKERS, fit))
+
+
 def _check_memory_plan(cfg: BuildConfig) -> None:
     """K workers each holding one world of the chosen size must fit in physical memory."""
     import psutil
 
+    if cfg.workers is None:
+        return  # default_workers already fits
     workers = min(cfg.workers, cfg.n)
     need = workers * WORKER_PEAK_MIB[cfg.size] * MIB
     total = psutil.virtual_memory().total
@@ -513,6 +562,8 @@ def _armed(signals: _Signals) -> Iterator[None]:
 
 def run_build(cfg: BuildConfig, on_world: Callable[[dict], None] | None = None) -> BuildSummary:
     pool = validate_config(cfg)
+    if cfg.workers is None and cfg.executor == "local":
+        cfg = dataclasses.replace(cfg, workers=default_workers(cfg.size))
     state = inspect_out(cfg, pool)  # read-only: a refusal leaves --out exactly as it was
     summary = BuildSummary()
     with _Signals() as signals:
@@ -528,6 +579,8 @@ def run_build(cfg: BuildConfig, on_world: Callable[[dict], None] | None = None) 
                     record = _recorder(summary, timings, on_world)
                     if remaining <= 0:
                         pass
+                    elif cfg.executor == "ray":
+                        _run_ray(cfg, pool, todo, record, signals)
                     elif not cfg.isolate and (cfg.workers == 1 or remaining == 1):
                         _run_in_process(cfg, pool, todo, record)
                     else:
@@ -583,6 +636,63 @@ def _failure(cfg: BuildConfig, pool: list[Persona], k: int, exc: BaseException |
     world = world_id_for(cfg.seed, k, persona_for(cfg.seed, k, pool).domain)
     reason = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
     return f"world {k} ({world}) could not be built: {one_line(reason, 200)}; finished worlds are kept"
+
+
+def _run_ray(cfg: BuildConfig, pool: list[Persona], todo: Iterator[int], record, signals: _Signals) -> None:
+    """Each world a Ray task seeded by its index; its files come back as bytes and are committed here.
+
+    Signals are only recorded while Ray runs (an exception raised inside Ray's compiled calls would surface as
+    a SystemError) and acted on between its calls, at most POLL_SECONDS later: no new task is submitted, the
+    ones in flight are cancelled, the world being committed finishes its rename first.
+    """
+    from worldgen import executors
+
+    mine = executors.fingerprint()
+    jobs = ((k, (cfg.seed, k, persona_for(cfg.seed, k, pool), cfg.size, cfg.defect_scale)) for k in todo)
+    signals.shielded = True  # from here on, only recorded (and raised by signals.check between Ray calls)
+    with executors.RayPool(cfg.address, cfg.workers, WORKER_PEAK_MIB[cfg.size]) as ray_pool:
+        signals.check()
+        try:
+            for k, result in ray_pool.imap_unordered(executors.build_task, jobs, poll=signals.check):
+                world = world_id_for(cfg.seed, k, persona_for(cfg.seed, k, pool).domain)
+                if result["fingerprint"] != mine:
+                    raise BuildError(
+                        _failure(
+                            cfg,
+                            pool,
+                            k,
+                            f"Ray node {result['node']} runs other worldgen code or libraries than "
+                            "this machine (its worlds would not be byte-identical); install the same on every node",
+                        )
+                    )
+                if result["timing"]["world_id"] != world:
+                    raise BuildError(
+                        _failure(cfg, pool, k, f"the Ray task returned world {result['timing']['world_id']!r}")
+                    )
+                started = time.perf_counter()
+                _commit_files(cfg, pool, k, world, result["files"])
+                record(result["timing"] | {"commit": round(time.perf_counter() - started, 6)})
+                signals.check()
+        except executors.TaskFailed as exc:
+            raise BuildError(_failure(cfg, pool, exc.key, str(exc))) from None
+
+
+def _commit_files(cfg: BuildConfig, pool: list[Persona], k: int, world: str, files) -> None:
+    """Write a world's files under .tmp-<id>, then rename it into place: whole, or not at all."""
+    from worldgen.executors import unpack_dir
+
+    worlds = cfg.out / WORLDS_DIR
+    tmp = worlds / f".tmp-{world}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        unpack_dir(files, tmp)
+        tmp.rename(worlds / world)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise BuildError(_failure(cfg, pool, k, f"writing it failed: {exc.strerror or exc}")) from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 @dataclass
@@ -682,7 +792,7 @@ def _stop_workers(cfg: BuildConfig, pool: list[Persona], workers: list[_Worker],
 @contextlib.contextmanager
 def _spawn_environment(workers: int) -> Iterator[None]:
     """Pin each worker to cores/workers polars and BLAS threads (read at their import), without leaking them here."""
-    threads = str(max(1, (os.cpu_count() or 1) // workers))
+    threads = str(max(1, available_cores() // workers))
     knobs = ("POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
     saved = {k: os.environ.get(k) for k in knobs}
     for knob in knobs:

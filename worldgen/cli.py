@@ -34,15 +34,23 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--n", type=int, required=True, help="number of worlds")
     b.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
     b.add_argument("--out", type=Path, default=Path("output"), help="output directory (default ./output)")
-    b.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
+    b.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worlds built at once (default: the cores available to this process; with --executor ray, "
+        "every CPU of the cluster)",
+    )
     b.add_argument("--size", default="default", help="small | default | large (default: default)")
     b.add_argument("--domains", default="", help="comma-separated domains to draw personas from (default: all)")
     b.add_argument("--personas", type=Path, default=None, help="JSONL persona file to use instead of the library")
     b.add_argument("--defect-scale", type=float, default=1.0, help="multiply every defect rate (0 = clean files)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    _executor_options(b, "worlds")
     a = sub.add_parser("audit", help="audit world directories or whole builds; exit 1 if any world fails")
     a.add_argument("paths", nargs="+", type=Path, help="world directories or build directories (holding worlds/)")
     a.add_argument("--json", action="store_true", help="print one JSON line per world instead of a table")
+    _executor_options(a, "audits")
     g = sub.add_parser("grade", help="score an answer against a task's rubric; prints JSON")
     g.add_argument("task", type=Path, help="tasks/<task_id>.json")
     g.add_argument("answer", type=Path, nargs="?", help="structured answer (JSON), for the rules judge")
@@ -58,6 +66,18 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("domains", help="list the domain packs")
     HANDLERS.update(add_agent_commands(sub, _Parser))
     return parser
+
+
+def _executor_options(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--executor",
+        default="local",
+        choices=["local", "ray"],
+        help=f'where {what} run: local (this machine) or ray (a Ray cluster; pip install -e ".[ray]")',
+    )
+    parser.add_argument(
+        "--address", default=None, help="Ray cluster address (default: $RAY_ADDRESS, else a local Ray instance)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,6 +143,8 @@ def _build(args: argparse.Namespace) -> int:
         domains=tuple(d.strip() for d in args.domains.split(",") if d.strip()),
         personas_file=args.personas,
         defect_scale=args.defect_scale,
+        executor=args.executor,
+        address=args.address,
         isolate=True,  # worlds are built in worker processes: Ctrl-C stops at once and never half-writes
     )
     started = time.perf_counter()
@@ -182,9 +204,16 @@ def _audit(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from auditors import audit_world
+    from worldgen.build import check_executor
 
+    check_executor(args.executor, args.address)  # before anything is read: Ray missing is one line, exit 2
     worlds = world_dirs(args.paths)
-    reports = [audit_world(w) for w in worlds]  # a malformed world raises WorldFormatError -> exit 2
+    if args.executor == "ray":
+        from worldgen.executors import audit_on_ray
+
+        reports = audit_on_ray(worlds, args.address)
+    else:
+        reports = [audit_world(w) for w in worlds]  # a malformed world raises WorldFormatError -> exit 2
     if args.json:
         for r in reports:
             print(

@@ -192,6 +192,12 @@ def big_machine_skip() -> str | None:
     return "this machine could run 256 large workers" if psutil.virtual_memory().total > 256 * 950 << 20 else None
 
 
+def no_ray() -> str | None:
+    import importlib.util
+
+    return None if importlib.util.find_spec("ray") else "Ray is not installed (the ray extra)"
+
+
 CASES = [
     # flags
     Case("n-negative", flags("--n", "-1"), "--n must be a positive integer", installed=True),
@@ -209,6 +215,15 @@ CASES = [
         lambda sb: ["build", "--n", "300", "--size", "large", "--workers", "256", "--out", str(sb.path("o"))],
         "but this machine has",
         skip=big_machine_skip,
+    ),
+    Case("executor-unknown", flags("--executor", "dask"), "invalid choice: 'dask'"),
+    Case("address-without-ray", flags("--address", "10.0.0.1:6379"), "it needs --executor ray"),
+    Case("address-not-host-port", flags("--executor", "ray", "--address", "cluster"), "is not host:port", skip=no_ray),
+    Case(
+        "address-unreachable",
+        flags("--executor", "ray", "--address", "127.0.0.1:1"),
+        "cannot reach the Ray cluster at 127.0.0.1:1",
+        skip=no_ray,
     ),
     Case("seed-negative", flags("--seed", "-4"), "seed must be an integer"),
     Case("seed-huge", flags("--seed", str(2**64)), "seed must be an integer"),
