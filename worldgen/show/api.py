@@ -27,6 +27,10 @@ class CardSummary:
 
 def show_world(world: Path, out: Path, png: Path | None = None, png_height: int | None = None) -> CardSummary:
     """Write one world's card to `out` (and a screenshot of it to `png`); nothing is written on bad input."""
+    if png_height is not None and png is None:
+        raise InputError("--png-height needs --png")
+    if png_height is not None and (isinstance(png_height, bool) or png_height < 1):
+        raise InputError(f"--png-height must be a positive number of pixels, got {png_height!r}")
     output.check_out_file(out, "--out")
     if png is not None:
         output.check_out_file(png, "--png")
@@ -34,8 +38,6 @@ def show_world(world: Path, out: Path, png: Path | None = None, png_height: int 
             raise InputError("--png and --out name the same file")
         if browser.find_browser() is None:
             browser.screenshot(out)  # raises the one-line 'needs Chromium' error before anything is written
-    if png_height is not None and (isinstance(png_height, bool) or png_height < 1):
-        raise InputError(f"--png-height must be a positive number of pixels, got {png_height!r}")
     page = render("card.html.j2", card_context(read_world(world)))
     output.write_file(out, page, "--out")
     summary = CardSummary(out, len(page.encode("utf-8")))

@@ -58,9 +58,16 @@ def check_out_file(path: Path, flag: str) -> None:
         )
 
 
+def _present(path: Path) -> bool:
+    try:
+        return lstat_or_none(path) is not None
+    except OSError:  # e.g. a component is a file: nothing can be there
+        return False
+
+
 def _refuse_hidden_places(folder: Path, path: Path, flag: str) -> None:
     for ancestor in (folder, *folder.parents):
-        found = next((name for name in HIDDEN_ROOTS if _info(ancestor / name, flag) is not None), None)
+        found = next((name for name in HIDDEN_ROOTS if _present(ancestor / name)), None)
         if found is not None:
             what = "a world" if found in ("world.json", "contract.json") else "an exported bench or pool"
             raise InputError(
@@ -95,7 +102,8 @@ def check_out_dir(out: Path, flag: str = "--out") -> None:
     if info is None:
         return
     if not stat.S_ISDIR(info.st_mode):
-        raise InputError(f"{flag} {one_line(out)} is {kind_of(info.st_mode)}, not a directory")
+        what = "a file" if stat.S_ISREG(info.st_mode) else kind_of(info.st_mode)
+        raise InputError(f"{flag} {one_line(out)} is {what}, not a directory")
     try:
         names = os.listdir(out)
     except OSError as exc:
