@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from contracts.errors import InputError
 from contracts.model import load_contract, structural_edges
 from rubrics.baselines import shuffled_answers
 from rubrics.grade import grade, load_task
@@ -25,7 +26,7 @@ from worldgen.export.pool import PoolConfig, export_pool
 from worldgen.show import show_build, show_world
 from worldgen.show.dag import wrap
 from worldgen.show.marker import HTML_MARKER, PNG_SIGNATURE, is_show_output
-from worldgen.show.output import mark_png
+from worldgen.show.output import check_out_file, mark_png
 
 WORLDGEN = str(Path(sys.executable).with_name("worldgen"))
 SVG = "{http://www.w3.org/2000/svg}"
@@ -223,3 +224,19 @@ def test_bad_html_output_for_eval_is_refused_before_any_work(small_build, tmp_pa
     refused = run("eval", str(runs), "--html", str(tmp_path / "notes.html"))
     assert refused.returncode == 2 and refused.stdout == "" and len(refused.stderr.splitlines()) == 1
     assert (tmp_path / "notes.html").read_text() == "mine"
+
+
+def test_only_our_own_pages_and_screenshots_are_overwritten(tmp_path):
+    ours = tmp_path / "card.png"
+    ours.write_bytes(mark_png(tiny_png()))
+    check_out_file(ours, "--png")  # ours: may be replaced
+    theirs = tmp_path / "photo.png"
+    theirs.write_bytes(tiny_png())
+    with pytest.raises(InputError, match="not written by worldgen show"):
+        check_out_file(theirs, "--png")
+    page = tmp_path / "page.html"
+    page.write_text(f"<!DOCTYPE html><html><head>{HTML_MARKER}</head></html>")
+    check_out_file(page, "--out")
+    page.write_text("<!DOCTYPE html><html><head><title>mine</title></head></html>")
+    with pytest.raises(InputError, match="not written by worldgen show"):
+        check_out_file(page, "--out")

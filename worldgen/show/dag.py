@@ -20,6 +20,8 @@ from worldgen.show.svg import esc, n, svg_open, text_width
 
 NAME_SIZE, SUB_SIZE, LABEL_SIZE, TAG_SIZE = 12.5, 10.0, 10.5, 9.5
 LINE_H, PAD = 15.0, 7.0
+BOLD_WIDEN = 1.12  # names are bold: DejaVu Sans Bold runs ~0.66 em a character
+TAG_WIDEN = 1.3  # tags are bold capitals with letter spacing: ~1.3x an average lower-case run
 NODE_GAP = 16.0  # vertical space between two boxes of a column
 SLOT_H = 14.0  # height of a skipping edge's passage through a column
 COLUMN_GAP = 150.0  # room between columns for the edge labels
@@ -99,8 +101,8 @@ def _boxes(nodes: list[Node], edges: list[Edge]) -> tuple[dict[str, _Box], list[
     for v in nodes:
         lines = wrap(v.name)
         height = LINE_H * len(lines) + (LINE_H - 2 if v.sub else 0) + (LINE_H - 3 if v.tags else 0) + PAD * 2
-        texts = [text_width(s, NAME_SIZE) for s in lines] + [text_width(v.sub, SUB_SIZE)]
-        texts.append(text_width(" · ".join(v.tags), TAG_SIZE))
+        texts = [text_width(s, NAME_SIZE) * BOLD_WIDEN for s in lines] + [text_width(v.sub, SUB_SIZE)]
+        texts.append(text_width(" · ".join(v.tags), TAG_SIZE) * TAG_WIDEN)
         boxes[v.name] = _Box(v.name, v.layer, height, max(texts) + PAD * 2, lines, v)
     chains = []
     for k, e in enumerate(sorted(edges, key=lambda e: (e.kind == "structural", e.parent, e.child))):
