@@ -12,6 +12,8 @@ import datetime as dt
 import re
 from typing import Any
 
+from markupsafe import Markup
+
 from contracts.keys import template as key_template
 from contracts.model import DATE_STYLES, Contract, Deliverable, structural_edges
 from rubrics.model import Task
@@ -42,11 +44,11 @@ def card_context(world: WorldFiles) -> dict[str, Any]:
         "title": f"world card: {c.world_id}",
         "world": _header(world, start),
         "persona": c.persona.model_dump(),
-        "dag_svg": dag.draw(*_graph(world)),
+        "dag_svg": Markup(dag.draw(*_graph(world))),
         "unidentified": [u.model_dump() for u in c.unidentified],
         "files": _files(world, start),
         "defects": _defects(world, start),
-        "timeline_svg": timeline.draw(_strip(world, start)),
+        "timeline_svg": Markup(timeline.draw(_strip(world, start))),
         "phenomena": _phenomena(world),
         "checks": _checks(world),
         "tasks": [_task(t) for t in sorted(world.tasks, key=lambda t: (t.kind, t.variable, t.task_id))],
@@ -294,7 +296,7 @@ def _phenomena(world: WorldFiles) -> list[dict[str, Any]]:
                 "raw": fmt(raw.get(ph.id), 4) if ph.id in raw else "n/a",
                 "files": len(ph.files),
                 "description": ph.description,
-                "gauge": gauge(ph.target, ph.tolerance, est.estimate if est else None, raw.get(ph.id)),
+                "gauge": Markup(gauge(ph.target, ph.tolerance, est.estimate if est else None, raw.get(ph.id))),
             }
         )
     return out

@@ -12,6 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from worldgen.show import svg
 from worldgen.show.pages import render
 
@@ -87,7 +89,7 @@ def eval_context(report: dict[str, Any], results: list[dict[str, Any]], runs: Pa
         "runs": runs.name,
         "agents": sorted({str(r.get("agent")) for r in results}),
         "report": report,
-        "charts": charts,
+        "charts": [{"title": c["title"], "svg": Markup(c["svg"])} for c in charts],
         "episodes": episodes,
     }
 

@@ -1,10 +1,11 @@
 """The build overview: what a maintainer looks at before releasing a build, with every world's card a click away.
 
-`build_site(build, out)` reads every finished world of a build once, writes its card to
-`out/worlds/<world_id>.html` and `out/index.html`: worlds per domain, pass rate per audit check, systems,
-files and formats per world, defect kinds, tasks and rubric sizes, synthesis and audit time per world
-(timings.jsonl), and a table of every world. A world that cannot be read is listed with the reason (and no
-card); the command then exits 1, as `worldgen audit` does for a failing world.
+`build_site(build, out)` reads the build's worlds one at a time (memory stays at one world, whatever the
+build's size), writes each card to `out/worlds/<world directory>.html` and keeps a small summary of it; then
+`out/index.html`: worlds per domain, pass rate per audit check, systems, files and formats per world, defect
+kinds, tasks and rubric sizes, synthesis and audit time per world (timings.jsonl), and a table of every
+world. A world that cannot be read is listed with the reason (and no card); the command then exits 1, as
+`worldgen audit` does for a failing world.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import re
 import stat
 import statistics
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from markupsafe import Markup
 
 from contracts.audit import CHECKS
 from contracts.errors import WorldgenError
@@ -34,13 +37,14 @@ TIME_BINS = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0)  # seconds: synthesis ~0.26
 
 
 @dataclass
-class Entry:
-    """One world of the build, read or not."""
+class Summary:
+    """What the overview keeps of one world once its card is written."""
 
-    path: Path
-    card: str = ""  # file name under worlds/ (empty when the world could not be read)
-    world: WorldFiles | None = None
-    error: str = ""
+    row: dict[str, Any]
+    checks: dict[str, str] = field(default_factory=dict)
+    formats: list[str] = field(default_factory=list)
+    defect_kinds: list[str] = field(default_factory=list)
+    rubric_sizes: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -58,44 +62,26 @@ def world_paths(build: Path) -> list[Path]:
 
 def build_site(build: Path, out: Path) -> SiteSummary:
     paths = world_paths(build)
-    entries = []
-    for path in paths:
-        try:
-            entries.append(Entry(path, world=read_world(path)))
-        except WorldgenError as exc:
-            entries.append(Entry(path, error=one_line(exc, 300)))
-    entries.sort(key=lambda e: (e.world is None, e.world.contract.index if e.world else 0, e.path.name))
-    _name_cards(entries)
     timings = _timings(build)
+    summaries = []
     with site(out) as tmp:
         (tmp / "worlds").mkdir()
-        for e in entries:
-            if e.world is not None:
-                context = card_context(e.world) | {"back": "../index.html"}
-                (tmp / "worlds" / e.card).write_text(render("card.html.j2", context), encoding="utf-8")
-        (tmp / "index.html").write_text(
-            render("build.html.j2", overview_context(build, entries, timings)), encoding="utf-8"
-        )
-        (tmp / "show.json").write_text(
-            site_record(build=build.name, worlds=len(entries), version=__version__), encoding="utf-8"
-        )
-    return SiteSummary(out, len(entries), sum(e.world is None for e in entries))
-
-
-def _name_cards(entries: list[Entry]) -> None:
-    """A file name per card: the world id when it is a plain name, else world-<index>; never two alike."""
-    taken: set[str] = set()
-    for e in entries:
-        if e.world is None:
-            continue
-        world_id = e.world.contract.world_id
-        stem = world_id if _SAFE_NAME.match(world_id) else f"world-{e.world.contract.index:05d}"
-        name, k = f"{stem}.html", 1
-        while name.lower() in taken:
-            k += 1
-            name = f"{stem}-{k}.html"
-        taken.add(name.lower())
-        e.card = name
+        for k, path in enumerate(paths):
+            try:
+                world = read_world(path)
+            except WorldgenError as exc:
+                summaries.append(Summary({"read": False, "name": path.name, "error": one_line(exc, 300)}))
+                continue
+            card = f"{path.name if _SAFE_NAME.match(path.name) else f'world-{k:05d}'}.html"
+            page = render("card.html.j2", card_context(world) | {"back": "../index.html"})
+            (tmp / "worlds" / card).write_text(page, encoding="utf-8")
+            summaries.append(summarise(world, f"worlds/{card}", timings))
+        summaries.sort(key=lambda s: (not s.row["read"], s.row.get("index", 0), s.row["name"]))
+        index = render("build.html.j2", overview_context(build, summaries))
+        (tmp / "index.html").write_text(index, encoding="utf-8")
+        record = site_record(build=build.name, worlds=len(summaries), version=__version__)
+        (tmp / "show.json").write_text(record, encoding="utf-8")
+    return SiteSummary(out, len(summaries), sum(not s.row["read"] for s in summaries))
 
 
 def _timings(build: Path) -> dict[str, dict[str, float]]:
@@ -113,95 +99,79 @@ def _timings(build: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def _synthesis(t: dict[str, float]) -> float | None:
-    return sum(t[s] for s in STAGES) if all(s in t for s in STAGES) else None
-
-
-# size: one context for one page, each chart a few lines, read top to bottom as the page reads
-def overview_context(build: Path, entries: list[Entry], timings: dict[str, dict[str, float]]) -> dict[str, Any]:
-    worlds = [e.world for e in entries if e.world is not None]
-    rows = [_row(e, timings) for e in entries]
-    passed = sum(r["verdict"] == "pass" for r in rows)
-    charts = [
-        {"title": "Worlds per domain", "svg": _domains(rows)},
-        {"title": "Audit checks passed", "svg": _checks(worlds)},
-        {"title": "Systems per world", "svg": _columns([r["systems"] for r in rows if r["read"]], "systems")},
-        {"title": "Observed files per world", "svg": _columns([r["files"] for r in rows if r["read"]], "files")},
-        {"title": "Files by format", "svg": _formats(worlds)},
-        {"title": "Defects by kind", "svg": _defect_kinds(worlds)},
-        {"title": "Tasks per world", "svg": _columns([r["tasks"] for r in rows if r["read"]], "tasks")},
-        {
-            "title": "Rubric items per task",
-            "svg": _columns([len(t.rubric) for w in worlds for t in w.tasks], "rubric items"),
-        },
+def summarise(world: WorldFiles, card: str, timings: dict[str, dict[str, float]]) -> Summary:
+    c = world.contract
+    t = timings.get(c.world_id, {})
+    synthesis = sum(t[s] for s in STAGES) if all(s in t for s in STAGES) else None
+    defects = [
+        str(d.get("kind"))
+        for f in world.projection["files"]
+        if isinstance(f, dict) and isinstance(f.get("defects"), list)
+        for d in f["defects"]
+        if isinstance(d, dict)
     ]
-    synth = [r["synthesis"] for r in rows if r["synthesis"] is not None]
-    audit = [r["audit"] for r in rows if r["audit"] is not None]
-    for title, values in (("Synthesis time per world", synth), ("Audit time per world", audit)):
+    row = {
+        "read": True,
+        "name": c.world_id,
+        "card": card,
+        "index": c.index,
+        "domain": c.domain,
+        "seed": c.seed,
+        "size": c.size,
+        "persona": c.persona.id,
+        "verdict": world.audit.verdict if world.audit else "not audited",
+        "failing": world.audit.failing if world.audit else [],
+        "dag": f"{len(c.variables)} / {len(c.edges)} / {len(c.layers)}",
+        "systems": len({d.system for d in c.deliverables}),
+        "files": len(c.deliverables),
+        "defects": len(defects),
+        "phenomena": len(c.phenomena),
+        "tasks": len(world.tasks),
+        "rubric": sum(len(task.rubric) for task in world.tasks),
+        "synthesis": synthesis,
+        "audit": t.get("audit"),
+    }
+    return Summary(
+        row=row,
+        checks={ch.name: ch.status for ch in world.audit.checks} if world.audit else {},
+        formats=[d.format for d in c.deliverables],
+        defect_kinds=defects,
+        rubric_sizes=[len(task.rubric) for task in world.tasks],
+    )
+
+
+def overview_context(build: Path, summaries: list[Summary]) -> dict[str, Any]:
+    read = [s for s in summaries if s.row["read"]]
+    rows = [s.row for s in summaries]
+    charts = [
+        ("Worlds per domain", _domains(read)),
+        ("Audit checks passed", _checks(read)),
+        ("Systems per world", _columns([s.row["systems"] for s in read], "systems")),
+        ("Observed files per world", _columns([s.row["files"] for s in read], "files")),
+        ("Files by format", _counted([s.formats for s in read], "files", "observed files by format")),
+        ("Defects by kind", _counted([s.defect_kinds for s in read], "records", "defect records by kind")),
+        ("Tasks per world", _columns([s.row["tasks"] for s in read], "tasks")),
+        ("Rubric items per task", _columns([n for s in read for n in s.rubric_sizes], "rubric items")),
+    ]
+    for key, title in (("synthesis", "Synthesis time per world"), ("audit", "Audit time per world")):
+        values = [s.row[key] for s in read if s.row[key] is not None]
         if values:
+            spread = f"median {_s(statistics.median(values))}, max {_s(max(values))}"
             charts.append(
-                {
-                    "title": f"{title} (median {_s(statistics.median(values))}, max {_s(max(values))})",
-                    "svg": svg.column_chart(svg.bins(values, TIME_BINS, " s"), title, "seconds"),
-                }
+                (f"{title} ({spread})", svg.column_chart(svg.bins(values, TIME_BINS, " s"), title, "seconds"))
             )
-    settings = worlds[0].meta if worlds else {}
+    for r in rows:
+        r["synthesis_text"], r["audit_text"] = _s(r.get("synthesis")), _s(r.get("audit"))
+    verdicts = Counter(r.get("verdict") for r in rows)
     return {
         "title": f"build overview: {build.name}",
         "build": build.name,
-        "settings": {k: settings.get(k) for k in ("seed", "size") if k in settings},
-        "counts": {
-            "worlds": len(rows),
-            "pass": passed,
-            "fail": sum(r["verdict"] == "fail" for r in rows),
-            "unreadable": sum(not r["read"] for r in rows),
-        },
-        "domains": len({r["domain"] for r in rows if r["read"]}),
-        "charts": charts,
+        "counts": {"worlds": len(rows), "pass": verdicts["pass"], "fail": verdicts["fail"]},
+        "unreadable": len(rows) - len(read),
+        "settings": {k: ", ".join(sorted({str(s.row[k]) for s in read})) for k in ("seed", "size")},
+        "domains": len({s.row["domain"] for s in read}),
+        "charts": [{"title": title, "svg": Markup(chart)} for title, chart in charts if chart],
         "rows": rows,
-        "version": __version__,
-    }
-
-
-def _row(e: Entry, timings: dict[str, dict[str, float]]) -> dict[str, Any]:
-    if e.world is None:
-        return {
-            "read": False,
-            "name": e.path.name,
-            "error": e.error,
-            "verdict": "unreadable",
-            "domain": "",
-            "synthesis": None,
-            "audit": None,
-        }
-    w, c = e.world, e.world.contract
-    t = timings.get(c.world_id, {})
-    return {
-        "read": True,
-        "name": c.world_id,
-        "card": f"worlds/{e.card}",
-        "index": c.index,
-        "domain": c.domain,
-        "persona": c.persona.id,
-        "verdict": w.audit.verdict if w.audit else "not audited",
-        "failing": w.audit.failing if w.audit else [],
-        "variables": len(c.variables),
-        "edges": len(c.edges),
-        "layers": len(c.layers),
-        "systems": len({d.system for d in c.deliverables}),
-        "files": len(c.deliverables),
-        "defects": sum(
-            len(f.get("defects", []))
-            for f in w.projection["files"]
-            if isinstance(f, dict) and isinstance(f.get("defects"), list)
-        ),
-        "phenomena": len(c.phenomena),
-        "tasks": len(w.tasks),
-        "rubric": sum(len(t.rubric) for t in w.tasks),
-        "synthesis": _synthesis(t),
-        "audit": t.get("audit"),
-        "synthesis_text": _s(_synthesis(t)),
-        "audit_text": _s(t.get("audit")),
     }
 
 
@@ -209,19 +179,15 @@ def _s(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f} s"
 
 
-def _domains(rows: list[dict]) -> str:
+def _domains(read: list[Summary]) -> str:
     by: dict[str, Counter] = {}
-    for r in rows:
-        if r["read"]:
-            by.setdefault(r["domain"], Counter())[r["verdict"]] += 1
+    for s in read:
+        by.setdefault(s.row["domain"], Counter())[s.row["verdict"]] += 1
+    kinds = (("pass", "pass"), ("fail", "fail"), ("not audited", "skip"))
     bars = [
         svg.Bar(
             domain,
-            tuple(
-                (float(c[v]), css, f"{domain}: {c[v]} {v}")
-                for v, css in (("pass", "pass"), ("fail", "fail"), ("not audited", "skip"))
-                if c[v]
-            ),
+            tuple((float(c[v]), css, f"{domain}: {c[v]} {v}") for v, css in kinds if c[v]),
             f"{c['pass']}/{sum(c.values())} pass",
         )
         for domain, c in sorted(by.items())
@@ -229,20 +195,17 @@ def _domains(rows: list[dict]) -> str:
     return svg.bar_chart(bars, "worlds per domain, passing and failing")
 
 
-def _checks(worlds: list[WorldFiles]) -> str:
-    audited = [w.audit for w in worlds if w.audit is not None]
+def _checks(read: list[Summary]) -> str:
+    audited = [s.checks for s in read if s.checks]
     bars = []
     for name in CHECKS:
-        status = Counter(c.status for a in audited for c in a.checks if c.name == name)
+        status = Counter(checks[name] for checks in audited if name in checks)
         total = sum(status.values())
         segments = tuple(
             (float(status[s]), s, f"{name}: {status[s]} {s}") for s in ("pass", "fail", "skip") if status[s]
         )
-        bars.append(
-            svg.Bar(
-                name, segments, f"{status['pass']}/{total} ({svg.pct(status['pass'] / total if total else None, 0)})"
-            )
-        )
+        share = svg.pct(status["pass"] / total if total else None, 0)
+        bars.append(svg.Bar(name, segments, f"{status['pass']}/{total} ({share})"))
     return svg.bar_chart(bars, "audit checks passed per world", scale_max=len(audited))
 
 
@@ -253,33 +216,12 @@ def _columns(values: list[int], axis: str) -> str:
     return svg.column_chart([(str(k), counts[k]) for k in range(min(values), max(values) + 1)], axis, axis)
 
 
-def _formats(worlds: list[WorldFiles]) -> str:
-    files = Counter(d.format for w in worlds for d in w.contract.deliverables)
-    having = Counter(f for w in worlds for f in {d.format for d in w.contract.deliverables})
+def _counted(per_world: list[list[str]], unit: str, label: str) -> str:
+    """How many of each thing over all worlds, and in how many worlds it appears."""
+    total = Counter(x for items in per_world for x in items)
+    having = Counter(x for items in per_world for x in set(items))
     bars = [
-        svg.Bar(f, ((float(files[f]), "neutral", f"{files[f]} {f} files"),), f"{files[f]} files in {having[f]} worlds")
-        for f in sorted(files)
+        svg.Bar(k, ((float(total[k]), "neutral", f"{total[k]} {k} {unit}"),), f"{total[k]} in {having[k]} worlds")
+        for k in sorted(total)
     ]
-    return svg.bar_chart(bars, "observed files by format")
-
-
-def _defect_kinds(worlds: list[WorldFiles]) -> str:
-    records = Counter()
-    having = Counter()
-    for w in worlds:
-        kinds = [
-            d.get("kind")
-            for f in w.projection["files"]
-            if isinstance(f, dict)
-            for d in f.get("defects", [])
-            if isinstance(d, dict)
-        ]
-        records.update(str(k) for k in kinds)
-        having.update({str(k) for k in kinds})
-    bars = [
-        svg.Bar(
-            k, ((float(records[k]), "neutral", f"{records[k]} {k} records"),), f"{records[k]} in {having[k]} worlds"
-        )
-        for k in sorted(records)
-    ]
-    return svg.bar_chart(bars, "defect records by kind")
+    return svg.bar_chart(bars, label)

@@ -41,11 +41,7 @@ _ENV = jinja2.Environment(
 
 
 def render(template: str, context: dict[str, Any]) -> str:
-    """One page. Strings ending in `_svg` (and gauges) are trusted markup built by worldgen/show itself."""
-    trusted = {k: Markup(v) if k.endswith("_svg") else v for k, v in context.items()}
-    for row in trusted.get("phenomena", []):
-        row["gauge"] = Markup(row["gauge"])
-    for chart in trusted.get("charts", []):
-        chart["svg"] = Markup(chart["svg"])
+    """One page. Figures come in as `markupsafe.Markup` (SVG built by worldgen/show); every other string is
+    escaped."""
     base = {"marker": Markup(HTML_MARKER), "palette": PALETTE, "version": __version__, "back": None}
-    return _ENV.get_template(template).render(base | trusted)
+    return _ENV.get_template(template).render(base | context)
