@@ -240,3 +240,13 @@ def test_only_our_own_pages_and_screenshots_are_overwritten(tmp_path):
     page.write_text("<!DOCTYPE html><html><head><title>mine</title></head></html>")
     with pytest.raises(InputError, match="not written by worldgen show"):
         check_out_file(page, "--out")
+
+
+def test_png_without_a_browser_is_one_line_and_writes_nothing(world_dirs, tmp_path, monkeypatch, capsys):
+    from worldgen.cli import main
+
+    monkeypatch.setenv("WORLDGEN_CHROMIUM", str(tmp_path / "no-such-browser"))
+    code = main(["show", str(world_dirs[0]), "--out", str(tmp_path / "c.html"), "--png", str(tmp_path / "c.png")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and "--png needs Chromium or Chrome" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
