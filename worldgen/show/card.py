@@ -40,11 +40,15 @@ EXAMPLE_NUMBER = 12
 def card_context(world: WorldFiles) -> dict[str, Any]:
     c = world.contract
     start = dt.date.fromisoformat(c.timeline.start)
+    nodes, edges = _graph(world)
     return {
         "title": f"world card: {c.world_id}",
         "world": _header(world, start),
         "persona": c.persona.model_dump(),
-        "dag_svg": Markup(dag.draw(*_graph(world))),
+        "dag_svg": Markup(dag.draw(nodes, edges)),
+        "edges": [
+            {"edge": f"{e.parent} → {e.child}", "kind": e.kind, "detail": e.title.split(": ", 1)[1]} for e in edges
+        ],
         "unidentified": [u.model_dump() for u in c.unidentified],
         "files": _files(world, start),
         "defects": _defects(world, start),
