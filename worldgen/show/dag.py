@@ -86,7 +86,7 @@ def draw(nodes: list[Node], edges: list[Edge]) -> str:
     paths, labels = [], []
     ports = _ports(boxes, chains)
     for edge, chain in chains:
-        points = _points(boxes, chain, ports, edge)
+        points = _points(boxes, chain, ports)
         paths.append(_path(edge, points))
         if edge.label:
             labels.append(_label(edge, points, taken))
@@ -229,7 +229,8 @@ def _ports(boxes: dict[str, _Box], chains) -> dict[tuple[str, str, str], float]:
     return ports
 
 
-def _points(boxes: dict[str, _Box], chain: list[str], ports, edge: Edge) -> list[tuple[float, float]]:
+def _points(boxes: dict[str, _Box], chain: list[str], ports) -> list[tuple[float, float]]:
+    """Where an edge runs: out of its parent, straight through each column it crosses, into its child."""
     first, last = boxes[chain[0]], boxes[chain[-1]]
     points = [(first.x + first.width, ports[(chain[0], chain[1], "out")])]
     for k in chain[1:-1]:
