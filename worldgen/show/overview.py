@@ -33,7 +33,6 @@ from worldgen.show.world import WorldFiles, read_world
 STAGES = ("dag", "contract", "canonical", "projection", "write")  # synthesis, as in benchmarks/bench_build.py
 MAX_TIMINGS_BYTES = 256 * MIB
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
-TIME_BINS = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0)  # seconds: synthesis ~0.26 s and audit ~1.2 s per world
 
 
 @dataclass
@@ -157,9 +156,8 @@ def overview_context(build: Path, summaries: list[Summary]) -> dict[str, Any]:
         values = [s.row[key] for s in read if s.row[key] is not None]
         if values:
             spread = f"median {_s(statistics.median(values))}, max {_s(max(values))}"
-            charts.append(
-                (f"{title} ({spread})", svg.column_chart(svg.bins(values, TIME_BINS, " s"), title, "seconds"))
-            )
+            figure = svg.column_chart(svg.bins(values, svg.nice_edges(values), " s"), title, "seconds")
+            charts.append((f"{title} ({spread})", figure))
     for r in rows:
         r["synthesis_text"], r["audit_text"] = _s(r.get("synthesis")), _s(r.get("audit"))
     verdicts = Counter(r.get("verdict") for r in rows)

@@ -136,6 +136,23 @@ def bins(values: Iterable[float], edges: Sequence[float], unit: str = "") -> lis
     return out
 
 
+def nice_edges(values: Sequence[float], most: int = 8) -> list[float]:
+    """Round bin edges covering `values`, at most `most` bins: evenly spaced on a 1-2-5 step, or on the
+    1-2-5 series itself when the values spread over more than a decade (timings on a loaded machine)."""
+    low, high = min(values), max(values)
+    series = [m * 10.0**e for e in range(-4, 7) for m in (1, 2, 5)]
+    if high <= low:
+        return [low]
+    if low > 0 and high / low > 10:
+        edges = [x for x in series if max([x for x in series if x <= low] or [series[0]]) <= x <= high]
+        while len(edges) > most:
+            edges = edges[::2]
+        return edges
+    step = next((x for x in series if (high - low) / x < most), series[-1])
+    first = math.floor(low / step) * step
+    return [round(first + k * step, 10) for k in range(int((high - first) / step) + 1)]
+
+
 @dataclass(frozen=True)
 class Interval:
     label: str
