@@ -14,6 +14,7 @@ from contracts.errors import BuildInterrupted, WorldgenError
 from contracts.safeio import kind_of, one_line
 from worldgen import __version__
 from worldgen.cli_agents import add_agent_commands
+from worldgen.show.cli import add_show_command
 
 # Commands added by other modules (run, eval, export): name -> handler(args) -> exit code.
 HANDLERS: dict = {}
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--cache", type=Path, help="decision cache directory (default ~/.cache/worldgen/judge)")
     sub.add_parser("domains", help="list the domain packs")
     HANDLERS.update(add_agent_commands(sub, _Parser))
+    HANDLERS.update(add_show_command(sub, _Parser))
     return parser
 
 

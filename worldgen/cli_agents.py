@@ -36,6 +36,7 @@ def add_agent_commands(
     e.add_argument("runs", type=Path, help="a runs directory written by `worldgen run`")
     e.add_argument("--json", action="store_true", help="print the report as JSON")
     e.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    e.add_argument("--html", type=Path, help="also write the report as a page: intervals, negatives, episodes")
     add_export_command(sub, parser_class)
     return {"run": _run, "eval": _eval, "export": run_export}
 
@@ -88,6 +89,16 @@ def _eval(args: argparse.Namespace) -> int:
     from worldgen.evaluate import evaluate, load_results, render
 
     results, errors = load_results(args.runs)
+    if args.html is not None:
+        from worldgen.show.output import check_out_file
+
+        check_out_file(args.html, "--html")  # before any work: a refused --html writes nothing
     report = evaluate(results, errors, seed=args.seed)
     print(json.dumps(report, indent=1) if args.json else render(report))
+    if args.html is not None:
+        from worldgen.show import write_eval_page
+
+        size = write_eval_page(report, results, args.runs, args.html)
+        if not args.json:
+            print(f"wrote the report page to {args.html} ({size / 1024:.0f} KiB)")
     return 0

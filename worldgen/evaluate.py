@@ -6,7 +6,9 @@
 - computation and insight sub-scores: the rubric's score formula restricted to the items of that kind
   (episodes without positive items of the kind are left out), with the same interval;
 - how many negative items each trajectory triggered (0, 1, 2, 3+);
-- per-domain offsets: each domain's mean minus the overall mean, with its episode count.
+- per-domain offsets: each domain's mean minus the overall mean, with its episode count;
+- per kind and per domain, the mean's 95% interval (resampled within the other dimension's strata), drawn
+  after every other interval so that adding them changed none of the others.
 Episodes that errored are not scored; they are counted and reported so they can be re-run.
 """
 
@@ -93,8 +95,8 @@ def evaluate(results: list[dict[str, Any]], errors: int = 0, seed: int = SEED) -
         "3+": sum(n >= 3 for n in negatives),
     }
     overall = float(scores.mean()) if len(scores) else float("nan")
-    report["by_kind"] = _groups(results, "kind", overall)
-    report["domain_offsets"] = _groups(results, "domain", overall)
+    report["by_kind"] = _groups(results, "kind", overall, rng)
+    report["domain_offsets"] = _groups(results, "domain", overall, rng)
     return report
 
 
@@ -104,14 +106,20 @@ def _summary(values: np.ndarray, strata: list[str], rng: np.random.Generator) ->
     return {"mean": _r(mean), "ci95": [_r(low), _r(high)], "n": int(len(values))}
 
 
-def _groups(results: list[dict[str, Any]], key: str, overall: float) -> dict[str, dict[str, Any]]:
-    groups: dict[str, list[float]] = {}
+def _groups(
+    results: list[dict[str, Any]], key: str, overall: float, rng: np.random.Generator
+) -> dict[str, dict[str, Any]]:
+    other = "domain" if key == "kind" else "kind"
+    groups: dict[str, list[dict[str, Any]]] = {}
     for r in results:
-        groups.setdefault(str(r.get(key)), []).append(float(r["score"]))
-    return {
-        name: {"n": len(v), "mean": _r(float(np.mean(v))), "offset": _r(float(np.mean(v)) - overall)}
-        for name, v in sorted(groups.items())
-    }
+        groups.setdefault(str(r.get(key)), []).append(r)
+    out = {}
+    for name, members in sorted(groups.items()):
+        scores = np.array([float(r["score"]) for r in members])
+        low, high = bootstrap_interval(scores, [str(r.get(other)) for r in members], rng)
+        mean = float(scores.mean())
+        out[name] = {"n": len(members), "mean": _r(mean), "offset": _r(mean - overall), "ci95": [_r(low), _r(high)]}
+    return out
 
 
 def _r(x: float) -> float | None:

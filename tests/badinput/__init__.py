@@ -11,4 +11,4 @@ To cover a new command, add `<command>_cases.py` with a `CASES` list and name it
 
 from __future__ import annotations
 
-COMMANDS = ("build", "audit", "grade", "export")
+COMMANDS = ("build", "audit", "grade", "export", "show")

@@ -4,7 +4,8 @@ Hidden: canonical/, contract.json, projection.json, ledger.jsonl, audit.json, wo
 items, expected and reference answers, the task's `files` list). What an agent reads: a bench task's
 instruction.md and environment/, an RL row's prompt and the pool's data/.
 
-- Data files must be byte-identical to the world's observed files and to none of its hidden files.
+- Data files must be byte-identical to the world's observed files and to none of its hidden files, and none
+  may be a page or screenshot of `worldgen show` (a world card shows the whole answer key).
 - Text an agent reads must hold no rubric criterion or item id, no phenomenon (contract) id or description,
   no hash from the ledger or world record, no record key of the contract, ledger or projection, and no
   expected number in the forms a rubric prints it (distinctive forms only: 4+ significant digits, or a
@@ -20,6 +21,7 @@ from pathlib import Path
 from contracts.hashing import file_sha256
 from rubrics.model import Task
 from worldgen.export.source import World
+from worldgen.show.marker import HEAD_BYTES, is_show_output
 
 HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
 # JSON keys only the hidden records use: contract, ledger, projection and audit.
@@ -97,10 +99,26 @@ def scan_listing(text: str, world: World, task: Task, where: str) -> list[str]:
     return []
 
 
+def is_show_page(path: Path) -> bool:
+    """Whether a file is a page or screenshot written by `worldgen show` (its marker in the first bytes)."""
+    with path.open("rb") as f:
+        return is_show_output(f.read(HEAD_BYTES))
+
+
+def _show_page(path: Path, where: str) -> list[str]:
+    if is_show_page(path):
+        return [f"{where}/{path.name}: is a worldgen show page or screenshot (it shows the hidden truth)"]
+    return []
+
+
 def scan_data(files: list[Path], world: World, where: str) -> list[str]:
     """Every data file is one of the world's observed files, byte for byte, and none of its hidden files."""
     problems = []
     for path in files:
+        page = _show_page(path, where)
+        if page:
+            problems += page
+            continue
         digest = file_sha256(path)
         if digest in world.hidden_sha256:
             problems.append(f"{where}/{path.name}: is the hidden {world.hidden_sha256[digest]}")
@@ -114,6 +132,7 @@ def scan_bytes(files: list[Path], needles: set[str], where: str) -> list[str]:
     strong = [n.encode() for n in sorted(needles) if len(n) >= 12]
     problems = []
     for path in files:
+        problems += _show_page(path, where)
         content = path.read_bytes()
         found = next((n for n in strong if n in content), None)  # one fast substring search per needle
         if found is not None:
