@@ -89,6 +89,7 @@ CHECKS: dict[str, tuple[str, str]] = {
     "6c": ("sporadic tail", "skewness of sporadic columns (worst); >= 1"),
     "7a": ("truncated name tokens", "share of column names with a token cut from a word of its own description; 0"),
     "7b": ("ordinal keys", "share of key columns whose numbers are exactly 1..n; <= 0.25"),
+    "7c": ("systems sharing the master's unit code", "share of unit-key columns showing master codes; <= 0.9"),
     "8a": ("events before sign-up", "share of events before the party's sign-up date; <= 0.005"),
     "8b": (
         "home-region events",
@@ -144,7 +145,9 @@ MIN_MONTH_DAYS = 15  # a month with fewer days observed does not give a monthly 
 SKEW_SHARE_MIN = 0.5  # half the skewness a log-normal of the same spread has
 SPORADIC_ZERO_BAND = (0.5, 0.95)  # zero on most days, but not never non-zero
 SPORADIC_SKEW_MIN = 1.0
-ORDINAL_SHARE_MAX = 0.25
+ORDINAL_SHARE_MAX = 0.25  # a system may number its units 1..n; most have codes
+MASTER_CODE_SHARE = 0.95  # a column shows the master's codes when (nearly) all its numbers are master codes
+SHARED_CODES_MAX = 0.9  # at least one system in ten keys units its own way (own ids with a mapping, names)
 SIGNUP_MAX = 0.005
 HOME_TOLERANCE = 0.05
 TAIL_BAND, MAX_FACTOR = (0.5, 2.0), 3.0
@@ -572,11 +575,13 @@ def feedback(f: Files) -> list[Check]:
     if not rates:
         checks = [na(i, "no survey answers in the files") for i in ("4a", "4b", "4c", "4d")]
     else:
-        declared = [v.response for v in scales if v.name in rates and v.response]
-        lo, hi = (declared[0] * RESPONSE_BAND[0], declared[0] * RESPONSE_BAND[1]) if declared else RESPONSE_DEFAULT
-        name = max(rates, key=lambda k: abs(math.log(max(rates[k], 1e-9) / ((lo + hi) / 2))))
+        declared = {v.name: v.response for v in scales if v.name in rates}
+        bands = {
+            k: (r * RESPONSE_BAND[0], r * RESPONSE_BAND[1]) if r else RESPONSE_DEFAULT for k, r in declared.items()
+        }
+        name = max(rates, key=lambda k: abs(math.log(max(rates[k], 1e-9) / (sum(bands[k]) / 2))))
         checks = [
-            Check("4a", rates[name], lo=lo, hi=hi, detail=f"{name}; declared {declared[0] if declared else '-'}"),
+            Check("4a", rates[name], lo=bands[name][0], hi=bands[name][1], detail=f"{name}; declared {declared[name]}"),
             worst("4b", integer, lo=INTEGER_MIN),
             Check("4c", min(top.values()), lo=1.0 + 1e-9, detail="; ".join(details)),
             Check("4d", min(bottom.values()), lo=1.0 + 1e-9, detail="; ".join(details)),
@@ -851,7 +856,29 @@ def keys_names(f: Files) -> list[Check]:
         if total
         else na("7b", "no numbered keys")
     )
-    return checks
+    return checks + [shared_unit_codes(f)]
+
+
+def shared_unit_codes(f: Files) -> Check:
+    """Systems showing the master's unit code (in whatever format) rather than ids of their own or names."""
+    codes = set(f.master["unit_id"].to_list())
+    shared, keyed, columns = [], set(), 0
+    for d, _ in f.frames:
+        if d.grain == "units":
+            continue
+        raw = read_observed(f.world, d)
+        for c in (c for c in d.columns if c.source.endswith(".unit_id") and c.name in raw.columns):
+            columns += 1
+            keyed.add(d.system)
+            numbers = raw.select(key_to_int(pl.col(c.name))).to_series().drop_nulls().unique().to_list()
+            if numbers and np.mean([x in codes for x in numbers]) >= MASTER_CODE_SHARE:
+                shared.append(d.system)
+    if not columns:
+        return na("7c", "no unit keys outside the master")
+    own = sorted(keyed - set(shared))
+    return Check(
+        "7c", len(shared) / columns, hi=SHARED_CODES_MAX, detail=f"own ids or names: {', '.join(own) or 'none'}"
+    )
 
 
 # --- 8 parties -------------------------------------------------------------------------------------------
@@ -1002,6 +1029,7 @@ def summarise(worlds: list[dict]) -> dict:
                 "name": CHECKS[check_id][0], "target": CHECKS[check_id][1], "worlds": len(applicable),
                 "passed": sum(c["passed"] for _, c in applicable),
                 "median": statistics.median(values) if values else None, "failing": failing,
+                "sources": sorted({c["source"] for _, c in applicable}),
             }  # fmt: skip
     for domain in sorted({w["domain"] for w in worlds}):
         mine = [w for w in worlds if w["domain"] == domain]
@@ -1019,11 +1047,14 @@ def markdown(worlds: list[dict], summary: dict, build: list[dict], by_world: boo
     lines = [
         f"{len(worlds)} worlds, {len(summary['by_domain'])} domains; each target is derived from the world's contract.",
         "",
-        "| check | statistic | target | worlds passing | median |",
-        "|---|---|---|---|---|",
+        "| check | statistic | target | worlds passing | median | read from |",
+        "|---|---|---|---|---|---|",
     ]
     for check_id, s in summary["by_check"].items():
-        lines.append(f"| {check_id} | {s['name']} | {s['target']} | {s['passed']}/{s['worlds']} | {fmt(s['median'])} |")
+        lines.append(
+            f"| {check_id} | {s['name']} | {s['target']} | {s['passed']}/{s['worlds']} | {fmt(s['median'])} "
+            f"| {', '.join(s['sources']) or '-'} |"
+        )
     lines += ["", "| domain | worlds | " + " | ".join(f"{g} {n}" for g, n in GROUPS.items()) + " | failing |"]
     lines.append("|---|---|" + "---|" * len(GROUPS) + "---|")
     for domain, s in summary["by_domain"].items():
