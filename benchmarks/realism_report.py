@@ -501,13 +501,20 @@ def worst(check_id: str, by_name: dict[str, float], lo=None, hi=None, none: str 
 
 
 def rates_are_fractions(f: Files) -> Check:
-    """A rate of k in n shows k/n rounded: value x n lies within the rounding of a whole number."""
+    """A rate of k in n shows k/n rounded: value x n lies within the rounding of a whole number. n is the
+    unit-day's count of the rate's denominator, from the files (the event log counts the volume); a
+    denominator no file shows is read from X, and the check says so."""
     panel = f.dataset.panel
-    shares = {}
+    shares, source = {}, "E"
     for v in f.variables(observe="rate"):
-        if v.name not in panel.columns or v.denominator not in panel.columns:
+        if v.name not in panel.columns or v.denominator is None:
             continue
-        pair = panel.select(pl.col(v.name).cast(pl.Float64), pl.col(v.denominator).cast(pl.Float64)).drop_nulls()
+        table = panel.select("unit_id", "day", pl.col(v.name).cast(pl.Float64))
+        if v.denominator in panel.columns:
+            table = table.with_columns(panel[v.denominator].cast(pl.Float64))
+        else:
+            table, source = table.join(hidden_counts(f, v.denominator), on=["unit_id", "day"]), "E+X (denominators)"
+        pair = table.drop_nulls([v.name, v.denominator])
         x, n = pair[v.name].to_numpy(), pair[v.denominator].to_numpy()
         if len(x) == 0:
             continue
@@ -515,7 +522,16 @@ def rates_are_fractions(f: Files) -> Check:
         k = np.round(x * n)
         ok = (n > 0) & (np.abs(x * n - k) <= n * half + 1e-9) & (k >= 0) & (k <= n)
         shares[v.name] = float(ok.mean())
-    return worst("3c", shares, lo=RATE_CONSISTENT_MIN, none="no rate column with its denominator in the files")
+    check = worst("3c", shares, lo=RATE_CONSISTENT_MIN, none="no rate column in the files")
+    check.source = source
+    return check
+
+
+def hidden_counts(f: Files, name: str) -> pl.DataFrame:
+    """A count no observed file shows, per unit (as its master code) and day, from X."""
+    units = f.world.canonical["units"].select("unit_id", "code")
+    panel = f.world.canonical["panel"].select("unit_id", "day", pl.col(name).cast(pl.Float64))
+    return panel.join(units, on="unit_id").select(pl.col("code").alias("unit_id"), "day", name)
 
 
 def shown_decimals(f: Files, v: Variable) -> int:
