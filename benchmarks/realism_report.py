@@ -56,7 +56,7 @@ CHECKS: dict[str, tuple[str, str]] = {
     "2a": ("daily rows on closed days", "share of daily-file rows on calendar-closed days; <= 0.005 (late postings)"),
     "2b": (
         "unit-days absent",
-        "share absent from each daily file; calendar + extra closed weekday + outages + lifecycle, +- 0.03",
+        "share absent from each daily file; calendar + extra closed weekday + outages + lifecycle, +- (0.03 + lifecycle spread)",
     ),
     "2c": ("blank daily rows", "share of rows with every value blank (absent, not null), files of 2+ values; <= 0.05"),
     "2d": ("weekday max/min volume", "events per open unit-day by weekday; calendar's ratio x exp(+-(0.05 + 3 se))"),
