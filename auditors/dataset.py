@@ -143,7 +143,7 @@ def _read_all(world: World, clean: bool) -> dict[str, list[tuple[Deliverable, pl
             continue
         frame = read_parsed(world, d)
         if clean:
-            frame = _merge_renamed_columns(frame, d)
+            frame = merge_renamed_columns(frame, d)
         else:
             frame = frame.select([c.name for c in d.columns if c.name in frame.columns])
         rename = {c.name: _canonical_name(d, c) for c in d.columns if c.name in frame.columns}
@@ -301,7 +301,7 @@ def _days_seen(daily: list[tuple[Deliverable, pl.DataFrame]], events: pl.DataFra
     return pl.concat(frames).drop_nulls().unique().with_columns(pl.lit(1, dtype=pl.Int8).alias("open"))
 
 
-def _merge_renamed_columns(frame: pl.DataFrame, d: Deliverable) -> pl.DataFrame:
+def merge_renamed_columns(frame: pl.DataFrame, d: Deliverable) -> pl.DataFrame:
     """A column renamed mid-year shows up as an extra, mostly empty column whose name contains the old one."""
     known = [c.name for c in d.columns if c.name in frame.columns]
     extras = [c for c in frame.columns if c not in known]
