@@ -24,9 +24,9 @@ from worldgen.write import write_world
 # sha256 over the sorted lines "<relative path>\0<sha256 of the file>\n" of contract.json, ledger.jsonl,
 # projection.json, canonical/ and observed/ (everything synthesis writes; the audit and tasks follow from them).
 GOLDEN = {
-    "small": "eb2faf76200f25f73f7dae7eb01f54265b56ff7add64b5798423adbfa1abfe75",
-    "default": "21479059c76a5d930c960b4dc75b86795fff2170a49ce5ed87e17caf0f31fbf4",
-    "large": "1dd045602a7aa35da858e62ef2b71e573cf156550e8e3ca38bd94f38117c89e9",
+    "small": "833e3f1a5d00c1147d2b69d59772ee6bc8af05f203504d1e43c0d5e3e20023c4",
+    "default": "4918bb3b70a07b83412ce94f072d6ae9feea895d7019c20053eeb96dfb5bf0be",
+    "large": "4cfa8e9d366adbad741ef9f319b3816b3f0eb7ba8d21322889c9afdc9571100f",
 }
 
 

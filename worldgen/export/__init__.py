@@ -7,7 +7,7 @@
 
 Shared pieces: reading a build (source.py), atomic output directories and hashes (files.py), the text an
 agent is shown (text.py), the hidden-truth scan (leaks.py). Adding a pool format is one entry in
-rows.FORMATS; adding an export command is one entry in worldgen/cli.py's EXPORT_COMMANDS.
+rows.FORMATS; adding an export command is one entry in worldgen/cli_export.py's EXPORTS.
 """
 
 from __future__ import annotations

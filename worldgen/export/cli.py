@@ -1,4 +1,4 @@
-"""`worldgen export bench|pool|check`: arguments and handlers (registered in worldgen/cli.py's EXPORT_COMMANDS).
+"""`worldgen export bench|pool|check`: arguments and handlers (registered in worldgen/cli_export.py's EXPORTS).
 
 Each handler returns the exit code; user errors raise WorldgenError subclasses, which the CLI prints as one
 line with exit code 2. Heavy imports happen inside the handlers, so `worldgen --help` stays fast.
