@@ -43,7 +43,7 @@ SHARPNESS = 0.3  # the week-on-week step must carry the whole jump (within 30%):
 FACTOR_MATCH = 0.25  # the step must be within 0.25 log-units (or 3 standard errors) of a known factor
 MIN_UNITS_FOR_STEP = 5  # unit-by-unit steps need a handful of units with values either side
 FACTOR_SHARE = 0.1  # or within a tenth of the factor's own log size (x100 accepted from x63 to x158)
-SWITCH_CANDIDATES = 3  # report-to-report steps tried, largest first
+SWITCH_CANDIDATES = 3  # report-to-report steps naming a factor that are tried, largest first
 FACTOR_MARGIN = 0.75  # and the factor matched must be clearly nearer than the next one
 UNIT_WINDOW_DAYS = 14  # each unit's level is compared two weeks before and after the switch
 UNIT_STEP_SHARE = 0.5  # a unit switches if its level moves at least half the factor, in its direction
@@ -356,11 +356,12 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str) -> pl.DataFra
         # A daily report of many units: a switch moves every unit between one report and the next, which
         # no season or lever does; this finds a switch even inside a seasonal ramp.
         found = _adjacent_switch(frame, column, factors)
-        if found is None:
-            return frame
-        from_day, factor = found
-        fixed = pl.when(pl.col("day") >= from_day).then(pl.col(column) / factor).otherwise(pl.col(column))
-        return frame.with_columns(fixed.cast(pl.Float64).alias(column))
+        if found is not None:
+            from_day, factor = found
+            fixed = pl.when(pl.col("day") >= from_day).then(pl.col(column) / factor).otherwise(pl.col(column))
+            return frame.with_columns(fixed.cast(pl.Float64).alias(column))
+        # A day-to-day noisy measure (a harvest that rain halves one day) can spread a switch's step over
+        # two reports; the level either side of the best split still shows it, as for a sparse measure.
     positive = frame.select("day", column).filter(pl.col(column) > 0).sort("day")
     days = positive["day"].to_numpy()
     if len(np.unique(days)) < MIN_DAYS:
@@ -443,14 +444,17 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
         (pl.col("n") >= MIN_UNITS_FOR_STEP) & pl.col("day").is_between(first + EDGE_DAYS, last - EDGE_DAYS)
     )
     spread = 1.25 * 1.4826 * float((steps["step"] - steps["step"].median()).abs().median())
-    for best in (
-        by_day.sort(pl.col("m").abs(), "day", descending=[True, False]).head(SWITCH_CANDIDATES).iter_rows(named=True)
-    ):
-        # The step report to report must name a factor (with the noise of a day-to-day change), and it
-        # must persist: each unit's reports in the few days after stay at the new level (a dip does not).
+    # The step report to report must name a factor (with the noise of a day-to-day change); the largest
+    # few that do are tried (a bigger step naming no factor, a dry spell ending, does not crowd them out).
+    named = []
+    for best in by_day.sort(pl.col("m").abs(), "day", descending=[True, False]).iter_rows(named=True):
         factor = _known_factor(float(best["m"]), max(FACTOR_MATCH, 3 * spread / np.sqrt(best["n"])), factors)
-        if factor is None:
-            continue
+        if factor is not None:
+            named.append((best, factor))
+        if len(named) == SWITCH_CANDIDATES:
+            break
+    for best, factor in named:
+        # It must persist: each unit's reports in the few days after stay at the new level (a dip does not).
         if not all(_persists(frame, column, int(best["day"]), factor, days) for days in (PERSIST_DAYS, SETTLED_DAYS)):
             continue
         on_day = steps.filter(pl.col("day") == best["day"])["step"].to_numpy()

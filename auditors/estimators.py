@@ -64,7 +64,8 @@ class Threshold(Estimator):
     scans = True
 
     def features(self, model, e, theta):
-        return (model.x(e) > theta).astype(float)[:, None]
+        x = model.x(e)  # a blank cause is unknown, not below the step: its row leaves the fit
+        return np.where(np.isnan(x), np.nan, x > theta)[:, None]
 
     def candidates(self, model, e):  # midpoints between observed levels: a step between two levels sits halfway
         levels = np.unique(np.nanquantile(model.x(e), THRESHOLD_QUANTILES))
@@ -149,7 +150,10 @@ class Categorical(Estimator):
 
     def features(self, model, e, theta):
         codes = model.x(e)
-        return np.column_stack([(codes == lvl).astype(float) for lvl in model.levels[e.parent][1:]])
+        levels = model.levels[e.parent]
+        # A blank (or unreadable) level is unknown, not the first level: its row leaves the fit.
+        unknown = ~np.isin(codes, np.asarray(levels, dtype=object))
+        return np.column_stack([np.where(unknown, np.nan, codes == lvl) for lvl in levels[1:]])
 
     def statistic(self, model, e, b, theta):
         effects = np.concatenate([[0.0], b])

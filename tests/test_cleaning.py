@@ -100,3 +100,15 @@ def test_a_regional_series_is_read_as_the_units_consensus_per_region_and_day():
     master = pl.DataFrame({"unit_id": np.arange(UNITS), "region": region})
     got = _shared_series_consensus(_contract([], [rate]), panel, master)["rate"].to_numpy().reshape(UNITS, DAYS)
     assert np.allclose(got[opened], value[opened]) and np.isnan(got[~opened]).all()
+
+
+def test_a_switch_split_over_two_reports_by_a_shared_bad_day_is_still_found():
+    # A harvest halved everywhere by rain on the day after the switch: neither report-to-report step
+    # shows the whole kg -> lb factor, the level either side of the switch does.
+    level = np.full(DAYS, 1800.0)
+    level[117] *= 0.6
+    for day in (36, 90, 289):  # bigger one-day dips elsewhere, which name no factor and do not persist
+        level[day] *= 0.45
+    clean = daily_panel(level, noise=0.15)
+    fixed = repair_unit_drift(switched(clean, 117, 2.20462), "cost", "kg")
+    assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-6)

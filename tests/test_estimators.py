@@ -120,3 +120,36 @@ def test_categorical_estimator_recovers_the_level_spread():
 def test_an_absent_effect_is_estimated_as_absent():
     fit = _fit("monotone", {"transform": "linear"}, lambda x, r: 0.0 * x)
     assert abs(fit.statistics["x->y"]) < 0.02
+
+
+def _blanked(share: float, seed: int = 1):
+    """A mask of rows whose cause the observed files leave blank."""
+    return np.random.default_rng(seed).random(U * T) < share
+
+
+def test_a_blank_cause_of_a_step_leaves_the_fit_instead_of_sitting_below_the_step():
+    # A fifth of the causes blank: read as "below the step" they would drag the step's size and location.
+    blank = _blanked(0.2)
+
+    def effect(x, rows):
+        step = 3.0 * (x > 6.2)
+        rows.parents["x"] = np.where(blank, np.nan, x)
+        return step
+
+    fit = _fit("threshold", {}, effect)
+    assert abs(fit.statistics["x->y"] - 6.2) <= 0.15
+    assert abs(np.mean(fit.contributions["x"][fit.contributions["x"] > 0]) - 3.0) < 0.1
+
+
+def test_a_blank_or_unknown_level_leaves_the_fit_instead_of_joining_the_first_level():
+    shifts = {"a": 3.0, "b": 1.5, "c": -1.0, "d": 0.4}  # the first level (the base) at one end of the spread
+    blank = _blanked(0.15)
+
+    def effect(x, rows):
+        shown = np.where(blank, None, x)
+        shown[np.flatnonzero(blank)[::2]] = "unreadable"
+        rows.parents["x"] = shown
+        return np.array([shifts[v] for v in x])
+
+    fit = _fit("categorical", {}, effect, parent_dtype="categorical")
+    assert abs(fit.statistics["x->y"] - 4.0) <= 0.1
