@@ -25,7 +25,9 @@ class Check(BaseModel):
       within `tolerance` of `unless`: used by negatives such as "computed from uncleaned data").
     - sign: the number at `path` has the sign of `expected` (negatives use the opposite sign).
     - named: the list at `path` holds an entry whose `variable` is `variable` (with `direction`, if set).
-    - entry_number: that entry's `field` lies within `tolerance` of `expected`.
+    - entry_number: that entry's `field` lies within `tolerance` of `expected` (and, if `allowed` is set, no
+      entry for a variable outside `allowed` carries more than `tolerance` of that field: a share spread over
+      variables that are no causes is a share taken from the causes, so an even split over guesses earns none).
     - named_outside: the list at `path` names some variable not in `allowed`.
     """
 

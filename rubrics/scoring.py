@@ -51,6 +51,18 @@ def _entry(answer: Any, check: Mapping[str, Any]) -> dict | None:
     return None
 
 
+def _outside_carry(answer: Any, check: Mapping[str, Any], tolerance: float) -> bool:
+    """Whether an entry for a variable outside `allowed` carries more than `tolerance` of the field."""
+    allowed, field = set(check.get("allowed") or []), check.get("field")
+    entries = lookup(answer, check["path"])
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("variable") not in allowed:
+            value = number(entry.get(field))
+            if value is not None and abs(value) > tolerance:
+                return True
+    return False
+
+
 def holds(check: Mapping[str, Any], answer: Any) -> bool:
     """Whether the answer satisfies the check (for a negative item: commits the error).
 
@@ -85,7 +97,9 @@ def holds(check: Mapping[str, Any], answer: Any) -> bool:
             entry = _entry(answer, check)
             field = check.get("field")
             value = number(entry.get(field)) if entry and field else None
-            return value is not None and expected is not None and abs(value - expected) <= (tolerance or 0)
+            if value is None or expected is None or abs(value - expected) > (tolerance or 0):
+                return False
+            return check.get("allowed") is None or not _outside_carry(answer, check, tolerance or 0)
     return False
 
 

@@ -96,6 +96,34 @@ def test_priors_and_hints_do_not_pay(world_dirs, all_tasks):
     assert max(scores) < 0.5, max(scores)
 
 
+def test_shares_spread_over_variables_that_are_no_causes_earn_no_share_item(world_dirs, all_tasks):
+    """An even split over guessed drivers can land a true driver's share by luck; a share is a part of the
+    change explained by the causes, so share given to a non-cause is taken from the causes and pays nothing."""
+    checked = 0
+    for world in world_dirs:
+        contract = load_contract(world / "contract.json")
+        causes = {e.parent for e in contract.edges}
+        for t in all_tasks[world.name]:
+            if t.kind != "cause":
+                continue
+            parents = {e.parent for e in contract.edges if e.child == t.variable}
+            outsider = next(v.name for v in contract.variables if v.name not in parents | {t.variable})
+            tolerance = max(i.check.tolerance for i in t.rubric if i.id.startswith("share:"))
+            padded = dict(t.expected_answer)
+            padded["drivers"] = t.expected_answer["drivers"] + [
+                {"variable": outsider, "direction": "+", "share": 1.5 * tolerance}
+            ]
+            graded = {i["id"]: i["decision"] for i in grade_rules(t, padded)["items"]}
+            assert not any(v for k, v in graded.items() if k.startswith("share:")), t.task_id
+            small = dict(padded, drivers=t.expected_answer["drivers"] + [
+                {"variable": outsider, "direction": "+", "share": 0.5 * tolerance}
+            ])  # fmt: skip
+            kept = {i["id"]: i["decision"] for i in grade_rules(t, small)["items"]}
+            assert all(v for k, v in kept.items() if k.startswith("share:")), "a rounding-size share is no theft"
+            checked += 1 if causes else 0
+    assert checked
+
+
 def _observed_mean_change(world: Path, contract, variable: str) -> float:
     """The stated definition, computed straight from X: mean over the reported values of each half."""
     v = contract.variable(variable)

@@ -205,14 +205,14 @@ def _cause(world: World, node: str):
         )
         if abs(share.target) < share.tolerance:  # a cause of the level that explains none of the change
             continue
-        rubric += _driver_items(node, parent, direction, share)
+        rubric += _driver_items(node, parent, direction, share, sorted(graph.predecessors(node)))
     if not any(i.id.startswith("share:") for i in rubric):
         return None  # no driver's share is a finding: the question has no answer worth grading
     rubric += _cause_negatives(world, node, change, raw.get(change_id))
     return rubric, expected, reference, files
 
 
-def _driver_items(node: str, parent: str, direction: str, share: Phenomenon) -> list[RubricItem]:
+def _driver_items(node: str, parent: str, direction: str, share: Phenomenon, causes: list[str]) -> list[RubricItem]:
     pushed = "up" if direction == "+" else "down"
     opposite = "-" if direction == "+" else "+"
     return [
@@ -230,8 +230,9 @@ def _driver_items(node: str, parent: str, direction: str, share: Phenomenon) -> 
             "computation",
             f"share:{parent}",
             NUMBER_POINTS,
-            f"Attributes {share.target:.0%} of the change to {label(parent)} (within {share.tolerance:.0%} points).",
-            _entry_number("drivers", parent, "share", share),
+            f"Attributes {share.target:.0%} of the change to {label(parent)} (within {share.tolerance:.0%} points), "
+            f"giving no more than {share.tolerance:.0%} to any variable that is not a cause of {label(node)}.",
+            _entry_number("drivers", parent, "share", share, allowed=causes),
             share.id,
         ),
         _item(
@@ -415,10 +416,11 @@ def _named(path: str, variable: str, direction: str | None = None) -> Check:
     return Check(kind="named", path=path, variable=variable, direction=direction)
 
 
-def _entry_number(path: str, variable: str, field: str, ph: Phenomenon) -> Check:
+def _entry_number(path: str, variable: str, field: str, ph: Phenomenon, allowed: list[str] | None = None) -> Check:
     return Check(
-        kind="entry_number", path=path, variable=variable, field=field, expected=ph.target, tolerance=ph.tolerance
-    )
+        kind="entry_number", path=path, variable=variable, field=field, expected=ph.target, tolerance=ph.tolerance,
+        allowed=allowed,
+    )  # fmt: skip
 
 
 def _unrelated_item(path: str, related: list[str], role: str) -> RubricItem:
