@@ -324,7 +324,8 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
             missing = [v for v in back if v not in present]
             if missing:
                 raise ValueError(f"{column} should show the recorded variant {missing[0]!r}, which it never does")
-            values = np.array([back.get(v, v) for v in values.tolist()], dtype=object)
+            listed = values.tolist()
+            values = np.array(list(map(back.get, listed, listed)), dtype=object)  # back.get(v, v) for each v
         elif kind == "missing":
             present = [r["rows"][i] for i in np.flatnonzero(~_blanks(frame[column], r["rows"]))]
             if present:
