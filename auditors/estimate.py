@@ -245,9 +245,16 @@ class ChildModel:
             estimator = ESTIMATORS[e.kind]
             self.theta[e.parent] = estimator.start(estimator.candidates(self, e))
         valid = np.isfinite(self.rows.y) & self.uncensored
+        scanned_with: dict[str, tuple] = {}
         for _ in range(SCAN_ROUNDS):
             for e in scanned:
+                # A scan depends on the other edges' parameters only: if none has moved since this edge was
+                # last scanned (a child with one nonlinear edge), scanning again would find the same value.
+                others = tuple(self.theta[o.parent] for o in scanned if o is not e)
+                if scanned_with.get(e.parent) == others:
+                    continue
                 self.theta[e.parent] = self._scan(e, valid)
+                scanned_with[e.parent] = others
         columns = self._design()
         X = np.hstack(columns)
         covered = np.isfinite(X).all(axis=1) & np.isfinite(self.rows.y)
