@@ -206,8 +206,17 @@ def _shown(d: Deliverable, c, tables: dict[str, pl.DataFrame], ids: pl.Expr) -> 
     table, column = shown(d, c)  # type: ignore[misc]
     source = tables[table]
     id_column = {"units": "unit_id", "parties": "party_id", "events": "event_id"}[table]
-    lookup = dict(zip(source[id_column].to_list(), source[column].to_list(), strict=True))
-    return ids.replace_strict(lookup, return_dtype=source.schema[column])
+    return _replace(ids, source[id_column], source[column])
+
+
+def _replace(ids: pl.Expr, keys: pl.Series, values: pl.Series) -> pl.Expr:
+    """ids.replace_strict(dict(zip(keys, values)), return_dtype=values.dtype): the key and value columns
+    passed as they are when the keys are unique and present (the dict would hold the same pairs), instead
+    of a dict of every row built in Python."""
+    if keys.null_count() == 0 and not keys.is_duplicated().any():
+        return ids.replace_strict(keys, values, return_dtype=values.dtype)
+    lookup = dict(zip(keys.to_list(), values.to_list(), strict=True))
+    return ids.replace_strict(lookup, return_dtype=values.dtype)
 
 
 def _table_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -221,8 +230,7 @@ def _table_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFra
             continue
         if table == "units" and base != "units":
             units = tables["units"]
-            lookup = dict(zip(units["unit_id"].to_list(), units[column].to_list(), strict=True))
-            exprs.append(pl.col("unit_id").replace_strict(lookup, return_dtype=units.schema[column]).alias(c.name))
+            exprs.append(_replace(pl.col("unit_id"), units["unit_id"], units[column]).alias(c.name))
             continue
         expr = pl.col(column)
         if c.decimals is not None and frame.schema[column].is_float():
@@ -324,7 +332,8 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
             missing = [v for v in back if v not in present]
             if missing:
                 raise ValueError(f"{column} should show the recorded variant {missing[0]!r}, which it never does")
-            values = np.array([back.get(v, v) for v in values.tolist()], dtype=object)
+            listed = values.tolist()
+            values = np.array(list(map(back.get, listed, listed)), dtype=object)  # back.get(v, v) for each v
         elif kind == "missing":
             present = [r["rows"][i] for i in np.flatnonzero(~_blanks(frame[column], r["rows"]))]
             if present:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -61,6 +61,8 @@ class Dataset:
     panel: pl.DataFrame
     events: pl.DataFrame
     capacity: str
+    # What analyses of this dataset derive once and share (auditors.estimate: sorted tables, aligned panels).
+    cache: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 def from_canonical(world: World) -> Dataset:

@@ -50,64 +50,107 @@ def _grain(contract: Contract, name: str) -> str:
     return next(v.grain for v in contract.variables if v.name == name)
 
 
+class _Aligned:
+    """What every child of one dataset shares when its rows are built: the units and the panel sorted once,
+    the unit index, the open days, each parent's daily panel and each grain's rows (the auditor fits many
+    children on the same dataset; sorting and reshaping once per child was most of building its rows)."""
+
+    def __init__(self, ds: Dataset, contract: Contract):
+        self.ds, self.contract = ds, contract
+        self.units = ds.units.sort("unit_id")
+        self.unit_ids = ds.panel["unit_id"].unique().sort().to_numpy()
+        self.periods = contract.timeline.periods
+        self.index = {int(u): i for i, u in enumerate(self.unit_ids)}
+        self.panel_sorted = ds.panel.sort("unit_id", "day")
+        self.unit_lookup = np.full(len(self.unit_ids), -1)
+        for row, u in enumerate(self.units["unit_id"].to_list()):
+            if u in self.index:
+                self.unit_lookup[self.index[u]] = row
+        self.open_days = None
+        if "open" in self.panel_sorted.columns:
+            self.open_days = (
+                self.panel_sorted["open"].fill_null(0).to_numpy().reshape(len(self.unit_ids), self.periods).astype(bool)
+            )
+        self._bases: dict[str, tuple[pl.DataFrame, np.ndarray, np.ndarray]] = {}
+        self._unit_values: dict[str, np.ndarray] = {}
+        self._panels: dict[str, np.ndarray] = {}
+        self._columns: dict[tuple[str, str], np.ndarray] = {}
+
+    def base(self, grain: str) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
+        """A grain's rows (units, panel or events) with a known unit, each row's unit position and day."""
+        if grain not in self._bases:
+            base = {"unit": self.units, "panel": self.panel_sorted, "event": self.ds.events}[grain]
+            if grain == "unit":
+                base = base.filter(pl.col("unit_id").is_in(list(self.index)))
+            uidx = _positions(self.unit_ids, base["unit_id"].to_numpy())
+            keep = uidx >= 0
+            base, uidx = base.filter(pl.Series(keep)), uidx[keep]
+            day = base["day"].to_numpy() if "day" in base.columns else np.zeros(base.height, dtype=np.int64)
+            self._bases[grain] = (base, uidx, day)
+        return self._bases[grain]
+
+    def unit_values(self, column: str) -> np.ndarray:
+        if column not in self._unit_values:
+            values = self.units[column].to_numpy()
+            out = np.full(len(self.unit_ids), np.nan, dtype=object if values.dtype == object else float)
+            present = self.unit_lookup >= 0
+            out[present] = values[self.unit_lookup[present]]
+            self._unit_values[column] = out
+        return self._unit_values[column]
+
+    def panel(self, p: str, g: str) -> np.ndarray:
+        """A parent's (units, periods) panel as an analyst imputes it."""
+        if p not in self._panels:
+            panel = self.panel_sorted[p].cast(pl.Float64).to_numpy().reshape(len(self.unit_ids), self.periods)
+            if g == "event":  # days without events have no mean: an analyst imputes the overall mean
+                panel = np.where(np.isnan(panel), np.nanmean(panel), panel)
+            elif self.open_days is not None and self.contract.variable(p).observe == "rate":
+                # A rate with no trials that day has no value: imputed on days the unit was open. A blank
+                # measurement is left blank, and its rows out of the fit (a mean in its place would
+                # attenuate its slope and bias every slope correlated with it).
+                panel = np.where(np.isnan(panel) & self.open_days, np.nanmean(panel), panel)
+            self._panels[p] = panel
+        return self._panels[p]
+
+    def column(self, grain: str, name: str) -> np.ndarray:
+        """A column of a grain's rows as floats."""
+        if (grain, name) not in self._columns:
+            self._columns[grain, name] = self.base(grain)[0][name].cast(pl.Float64).to_numpy()
+        return self._columns[grain, name]
+
+
+def _aligned(ds: Dataset, contract: Contract) -> _Aligned:
+    cached = ds.cache.get("aligned")
+    if cached is None or cached.contract is not contract:
+        cached = ds.cache["aligned"] = _Aligned(ds, contract)
+    return cached
+
+
 def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) -> Rows:
-    units = ds.units.sort("unit_id")
-    unit_ids = ds.panel["unit_id"].unique().sort().to_numpy()
-    periods = contract.timeline.periods
-    index = {int(u): i for i, u in enumerate(unit_ids)}
+    shared = _aligned(ds, contract)
     grain = _grain(contract, child)
-    base = {"unit": units, "panel": ds.panel.sort("unit_id", "day"), "event": ds.events}[grain]
-    if grain == "unit":
-        base = base.filter(pl.col("unit_id").is_in(list(index)))
-    uidx = _positions(unit_ids, base["unit_id"].to_numpy())
-    keep = uidx >= 0
-    base, uidx = base.filter(pl.Series(keep)), uidx[keep]
-    day = base["day"].to_numpy() if "day" in base.columns else np.zeros(base.height, dtype=np.int64)
-
-    unit_lookup = np.full(len(unit_ids), -1)
-    for row, u in enumerate(units["unit_id"].to_list()):
-        if u in index:
-            unit_lookup[index[u]] = row
-
-    def unit_values(column: str) -> np.ndarray:
-        values = units[column].to_numpy()
-        out = np.full(len(unit_ids), np.nan, dtype=object if values.dtype == object else float)
-        present = unit_lookup >= 0
-        out[present] = values[unit_lookup[present]]
-        return out
-
-    panel_sorted = ds.panel.sort("unit_id", "day")
-    open_days = None
-    if "open" in panel_sorted.columns:
-        open_days = panel_sorted["open"].fill_null(0).to_numpy().reshape(len(unit_ids), periods).astype(bool)
+    base, uidx, day = shared.base(grain)
+    panel_sorted = shared.panel_sorted
     aligned, panels = {}, {}
     for p in parents:
         g = _grain(contract, p)
         if g == "unit":
-            aligned[p] = unit_values(p)[uidx]
+            aligned[p] = shared.unit_values(p)[uidx]
             continue
         if p in panel_sorted.columns:
-            panel = panel_sorted[p].cast(pl.Float64).to_numpy().reshape(len(unit_ids), periods)
-            if g == "event":  # days without events have no mean: an analyst imputes the overall mean
-                panel = np.where(np.isnan(panel), np.nanmean(panel), panel)
-            elif open_days is not None and contract.variable(p).observe == "rate":
-                # A rate with no trials that day has no value: imputed on days the unit was open. A blank
-                # measurement is left blank, and its rows out of the fit (a mean in its place would
-                # attenuate its slope and bias every slope correlated with it).
-                panel = np.where(np.isnan(panel) & open_days, np.nanmean(panel), panel)
-            panels[p] = panel
+            panels[p] = shared.panel(p, g)
             if g == "event" and grain == "panel":
-                aligned[p] = panel[uidx, day]
+                aligned[p] = panels[p][uidx, day]
                 continue
         if g == "event" and grain == "event" and p in base.columns:
-            aligned[p] = base[p].cast(pl.Float64).to_numpy()
+            aligned[p] = shared.column(grain, p).copy()
         elif p in panels:
             aligned[p] = panels[p][uidx, day]
         else:
             aligned[p] = np.full(base.height, np.nan)
-    y = base[child].cast(pl.Float64).to_numpy() if child in base.columns else np.full(base.height, np.nan)
-    capacity = np.asarray(unit_values(ds.capacity)[uidx], dtype=float)
-    is_open = open_days if grain == "panel" else None
+    y = shared.column(grain, child).copy() if child in base.columns else np.full(base.height, np.nan)
+    capacity = np.asarray(shared.unit_values(ds.capacity)[uidx], dtype=float)
+    is_open = shared.open_days if grain == "panel" else None
     return Rows(y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity, open=is_open)
 
 
@@ -155,6 +198,7 @@ class ChildModel:
         # A scan asks for the other edges' features once per candidate and round: each is computed once.
         self._features: dict[tuple[str, float | None], np.ndarray] = {}
         self._carried: dict[str, np.ndarray] = {}
+        self._x: dict[str, np.ndarray] = {}
 
     def is_root(self, name: str) -> bool:
         return name in self.roots
@@ -167,7 +211,11 @@ class ChildModel:
 
     def x(self, e: Edge) -> np.ndarray:
         values = self.rows.parents[e.parent]
-        return values if e.kind == "categorical" else np.asarray(values, dtype=float)
+        if e.kind == "categorical":
+            return values
+        if e.parent not in self._x:  # a unit attribute comes as objects: converted once, not once per candidate
+            self._x[e.parent] = np.asarray(values, dtype=float)
+        return self._x[e.parent]
 
     def features(self, e: Edge, theta: float | None = None) -> np.ndarray:
         theta = self.theta.get(e.parent) if theta is None else theta
@@ -197,9 +245,16 @@ class ChildModel:
             estimator = ESTIMATORS[e.kind]
             self.theta[e.parent] = estimator.start(estimator.candidates(self, e))
         valid = np.isfinite(self.rows.y) & self.uncensored
+        scanned_with: dict[str, tuple] = {}
         for _ in range(SCAN_ROUNDS):
             for e in scanned:
+                # A scan depends on the other edges' parameters only: if none has moved since this edge was
+                # last scanned (a child with one nonlinear edge), scanning again would find the same value.
+                others = tuple(self.theta[o.parent] for o in scanned if o is not e)
+                if scanned_with.get(e.parent) == others:
+                    continue
                 self.theta[e.parent] = self._scan(e, valid)
+                scanned_with[e.parent] = others
         columns = self._design()
         X = np.hstack(columns)
         covered = np.isfinite(X).all(axis=1) & np.isfinite(self.rows.y)
@@ -223,11 +278,20 @@ class ChildModel:
     def _scan(self, e: Edge, valid: np.ndarray) -> float:
         """The candidate whose features explain the most variance beyond the other edges' (QR projection)."""
         others = np.hstack(self._design(skip=e))
-        cands = ESTIMATORS[e.kind].candidates(self, e)
-        blocks = [self.features(e, cand) for cand in cands]
+        estimator = ESTIMATORS[e.kind]
+        cands = estimator.candidates(self, e)
         ok = valid & np.isfinite(others).all(axis=1)
-        for block in blocks:  # score every candidate on the same rows (a lag moves where the gaps are)
-            ok &= np.isfinite(block).all(axis=1)
+        # A one-column feature known to be finite exactly where its parent is (a step, a curve) is computed on
+        # the scanned rows only, every candidate at once; any other on every row, so that every candidate is
+        # scored on the same rows (a lag moves where the gaps are).
+        finite = estimator.finite_rows(self, e, cands) if self.window is None else None
+        blocks = None
+        if finite is not None:
+            ok &= finite
+        else:
+            blocks = [self.features(e, cand) for cand in cands]
+            for block in blocks:
+                ok &= np.isfinite(block).all(axis=1)
         idx = np.flatnonzero(ok)
         if len(idx) > SCAN_ROWS and e.kind != "lag":  # a lag's optimum is flat: it needs every row
             idx = np.sort(np.random.default_rng(0).choice(idx, SCAN_ROWS, replace=False))
@@ -236,15 +300,19 @@ class ChildModel:
         q, _ = np.linalg.qr(others[idx])
         y = self.rows.y[idx]
         ry = y - q @ (q.T @ y)
-        if all(b.shape[1] == 1 for b in blocks):
+        if blocks is None or all(b.shape[1] == 1 for b in blocks):
             # One extra column per candidate: its explained variance is (f.ry)^2 / (f.f - |Q'f|^2), since ry is
             # already orthogonal to Q; one matrix product scores every candidate at once.
-            F = np.column_stack([b[idx, 0] for b in blocks])
-            denom = np.einsum("ij,ij->j", F, F) - np.einsum("ij,ij->j", q.T @ F, q.T @ F)
+            if blocks is None:
+                F = estimator.columns(self, e, cands, idx)
+            else:
+                F = np.column_stack([b[idx, 0] for b in blocks])
+            qf = q.T @ F
+            denom = np.einsum("ij,ij->j", F, F) - np.einsum("ij,ij->j", qf, qf)
             scores = np.where(denom > 1e-12, (F.T @ ry) ** 2 / np.maximum(denom, 1e-12), -np.inf)
             return float(cands[int(np.argmax(scores))])
         best, best_score = self.theta[e.parent], -np.inf
-        for cand, block in zip(cands, blocks, strict=True):
+        for cand, block in zip(cands, blocks, strict=True):  # blocks is set here: a fast scan has one column
             f = block[idx]
             rf = f - q @ (q.T @ f)
             coef, *_ = np.linalg.lstsq(rf, ry, rcond=None)

@@ -50,6 +50,15 @@ class Estimator:
     def statistic(self, model: ChildModel, e: Edge, b: np.ndarray, theta: float | None) -> float:
         return float(b[0])
 
+    def finite_rows(self, model: ChildModel, e: Edge, candidates: np.ndarray) -> np.ndarray | None:
+        """The rows where every candidate's one-column feature is finite, when known without computing them
+        (then a scan computes the candidates on the rows it scores only, with `columns`); None otherwise."""
+        return None
+
+    def columns(self, model: ChildModel, e: Edge, candidates: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Column k is features(model, e, candidates[k])[rows, 0], computed on those rows only."""
+        raise NotImplementedError
+
 
 class Monotone(Estimator):
     kind = "monotone"
@@ -67,6 +76,12 @@ class Threshold(Estimator):
         x = model.x(e)  # a blank cause is unknown, not below the step: its row leaves the fit
         return np.where(np.isnan(x), np.nan, x > theta)[:, None]
 
+    def finite_rows(self, model, e, candidates):  # a comparison is 0 or 1, a missing parent 0
+        return np.ones(len(model.rows.y), dtype=bool)
+
+    def columns(self, model, e, candidates, rows):
+        return (model.x(e)[rows][:, None] > candidates[None, :]).astype(float)
+
     def candidates(self, model, e):  # midpoints between observed levels: a step between two levels sits halfway
         levels = np.unique(np.nanquantile(model.x(e), THRESHOLD_QUANTILES))
         return (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
@@ -81,6 +96,18 @@ class Saturation(Estimator):
 
     def features(self, model, e, theta):
         return -np.expm1(-np.maximum(model.x(e) - e.params["origin"], 0) / theta)[:, None]
+
+    def finite_rows(self, model, e, candidates):
+        # With a finite origin and finite positive scales the curve is finite wherever x is not NaN (x = +inf
+        # gives 1, -inf gives 0); anything else is left to the full computation.
+        origin = e.params["origin"]
+        if not (np.isfinite(origin) and len(candidates) and np.all(np.isfinite(candidates) & (candidates > 0))):
+            return None
+        return ~np.isnan(model.x(e))
+
+    def columns(self, model, e, candidates, rows):  # the same operations as `features`, one column per scale
+        below = -np.maximum(model.x(e)[rows] - e.params["origin"], 0)
+        return -np.expm1(below[:, None] / candidates[None, :])
 
     def candidates(self, model, e):
         return (np.nanstd(model.x(e)) or 1.0) * SATURATION_SCALES

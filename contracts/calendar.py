@@ -9,6 +9,7 @@ weekday, its month or one of its dates has a factor of 0.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from calendar import monthrange
 
 import numpy as np
@@ -17,8 +18,26 @@ from contracts.model import WEEKDAYS, Calendar, DateEffect
 
 
 def dates(start: str, periods: int) -> list[dt.date]:
+    return list(_dates(start, periods))
+
+
+# The generator and the auditor ask for the same timeline's days many times per world: built once each.
+@functools.lru_cache(maxsize=16)
+def _dates(start: str, periods: int) -> tuple[dt.date, ...]:
     first = dt.date.fromisoformat(start)
-    return [first + dt.timedelta(days=int(d)) for d in range(periods)]
+    return tuple(first + dt.timedelta(days=int(d)) for d in range(periods))
+
+
+@functools.lru_cache(maxsize=16)
+def _day_index(start: str, periods: int) -> dict[dt.date, int]:  # read only
+    return {d: i for i, d in enumerate(_dates(start, periods))}
+
+
+@functools.lru_cache(maxsize=16)
+def _months(start: str, periods: int) -> np.ndarray:
+    out = np.array([d.month - 1 for d in _dates(start, periods)], dtype=np.int64)
+    out.flags.writeable = False
+    return out
 
 
 def weekdays(start: str, periods: int) -> np.ndarray:
@@ -29,7 +48,19 @@ def weekdays(start: str, periods: int) -> np.ndarray:
 
 def months(start: str, periods: int) -> np.ndarray:
     """0 = January ... 11 = December, per day of the timeline."""
-    return np.array([d.month - 1 for d in dates(start, periods)], dtype=np.int64)
+    return _months(start, periods).copy()
+
+
+def days_of_year(start: str, periods: int) -> np.ndarray:
+    """1 = January 1st ... 366, per day of the timeline (floats)."""
+    return _days_of_year(start, periods).copy()
+
+
+@functools.lru_cache(maxsize=16)
+def _days_of_year(start: str, periods: int) -> np.ndarray:
+    out = np.array([d.timetuple().tm_yday for d in _dates(start, periods)], dtype=float)
+    out.flags.writeable = False
+    return out
 
 
 def resolve(effect: DateEffect, year: int) -> dt.date:
@@ -48,8 +79,7 @@ def resolve(effect: DateEffect, year: int) -> dt.date:
 
 def date_factors(calendar: Calendar, start: str, periods: int) -> np.ndarray:
     """The product of the dated effects' factors on each day (1 where no holiday or event falls)."""
-    days = dates(start, periods)
-    index = {d: i for i, d in enumerate(days)}
+    days, index = _dates(start, periods), _day_index(start, periods)
     factors = np.ones(periods)
     for effect in calendar.dates:
         for year in range(days[0].year, days[-1].year + 1):

@@ -13,7 +13,7 @@ so that `worldgen/phenomena.py` can seal the contract afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -143,12 +143,22 @@ class Step:
 def generate(contract: Contract, streams: Streams, attempt: int = 0) -> CanonicalState:
     """Run every step in order; step k of attempt a draws from `streams.rng("canonical", a, k)`."""
     state = CanonicalState()
+    for _ in steps(contract, streams, attempt, state):
+        pass
+    return state
+
+
+def steps(contract: Contract, streams: Streams, attempt: int, state: CanonicalState) -> Iterator[int]:
+    """`generate` into `state` one step at a time, yielding each layer once it is committed (-1: the
+    entities). Every step has its own stream and never changes what earlier steps committed, so a caller may
+    stop after any layer and judge what is drawn so far as the finished state will have it."""
     grid = Grid(contract.entity("unit").count, contract.timeline.periods)
     parents_of: dict[str, list[Edge]] = {v.name: [] for v in contract.variables}
     for e in contract.edges:
         parents_of[e.child].append(e)
     entities = lambda: draw_entities(contract, streams.rng("canonical", attempt, 0))  # noqa: E731
     state.run_step("entities", streams.record("canonical", attempt, 0), [], entities)
+    yield -1
     for layer, names in enumerate(contract.layers):
         step = layer + 1
         parents = {(table_of(contract.variable(e.parent)), e.parent) for n in names for e in parents_of[n]}
@@ -160,7 +170,7 @@ def generate(contract: Contract, streams: Streams, attempt: int = 0) -> Canonica
             return ctx.outputs
 
         state.run_step(f"layer {layer}", streams.record("canonical", attempt, step), sorted(parents), run, names)
-    return state
+        yield layer
 
 
 def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:

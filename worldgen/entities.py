@@ -11,6 +11,8 @@ Everything reads the contract (calendar, measures, name styles, regions, party a
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from faker import Faker
 
@@ -27,8 +29,15 @@ COMPLETION_SPREAD = 0.5  # log-sd of completion times around the world's median
 FEEDBACK_SPREAD = 1.0  # log-sd of the delay from completion to a survey answer (hours to days)
 
 
+@functools.cache
+def _faker() -> Faker:
+    """One Faker per process: building one loads every provider (~15 ms, once per canonical attempt). Its
+    only state is its own random.Random, which `seed_instance` re-seeds from scratch for every world."""
+    return Faker("en_US")
+
+
 def draw_entities(contract: Contract, rng: np.random.Generator) -> dict[str, dict[str, np.ndarray]]:
-    fake = Faker("en_US")
+    fake = _faker()
     fake.seed_instance(int(rng.integers(2**31)))
     units = _units(contract, fake, rng)
     parties = _parties(contract, fake, rng)

@@ -139,9 +139,10 @@ def fit_child(contract: Contract, state: CanonicalState, child: str) -> Fit | No
     # Measurements clipped at a bound say "at least", not "equal": the fit leaves them out (so does the
     # auditor), while shares still count every reported value.
     fitted = _uncensored(v, y)
-    coef, *_ = np.linalg.lstsq(X[fitted], y[fitted], rcond=None)
-    sigma2 = float(np.sum((y[fitted] - X[fitted] @ coef) ** 2)) / (int(fitted.sum()) - X.shape[1])
-    cov = sigma2 * np.linalg.pinv(X[fitted].T @ X[fitted])
+    Xf, yf = X[fitted], y[fitted]
+    coef, *_ = np.linalg.lstsq(Xf, yf, rcond=None)
+    sigma2 = float(np.sum((yf - Xf @ coef) ** 2)) / (int(fitted.sum()) - X.shape[1])
+    cov = sigma2 * np.linalg.pinv(Xf.T @ X[fitted])  # two buffers, as ever: numpy takes X'X of one buffer as syrk
     return Fit(child, rows, y, day, X, owner, coef, cov, v.observe == "rolling")
 
 

@@ -287,6 +287,14 @@ def focus_variable(contract: Contract) -> str:
     return max(sorted(indeg), key=lambda n: indeg[n])
 
 
+def trend_layer(contract: Contract) -> int | None:
+    """The layer after which `trend_holds` can be judged (the focus's), or None: judge the finished state."""
+    persona = contract.persona
+    if persona.trend is None or persona.focus is None:
+        return None
+    return next((k for k, names in enumerate(contract.layers) if persona.focus in names), None)
+
+
 def trend_holds(contract: Contract, state: CanonicalState) -> bool:
     """Whether X moved the persona's focus the way its concern says, by a material amount."""
     persona = contract.persona

@@ -60,16 +60,32 @@ def synthesize(
     lap("dag")
     draft = build_contract(world, pack, dag, streams)
     lap("contract")
-    for attempt in range(TREND_ATTEMPTS):  # plant the persona's trend: redraw X until the focus moves its way
-        state = canonical.generate(draft, streams, attempt)
-        if phenomena.trend_holds(draft, state):
-            break
-    draft.attempt = attempt
+    draft.attempt, state = plant_trend(draft, streams)
     contract = phenomena.seal(draft, state)
     lap("canonical")
     observed = observe.project(contract, state, streams.rng("defects"), settings)
     lap("projection")
     return contract, state, observed
+
+
+def plant_trend(draft: Contract, streams: Streams) -> tuple[int, canonical.CanonicalState]:
+    """Plant the persona's trend: redraw X until the focus moves its way (the last attempt is kept if none
+    does). The trend is judged as soon as the focus's layer is drawn: the layers after it cannot change the
+    focus, so an attempt that misses stops there instead of drawing the rest of the world."""
+    judged_at = phenomena.trend_layer(draft)
+    for attempt in range(TREND_ATTEMPTS):
+        state = canonical.CanonicalState()
+        layers = canonical.steps(draft, streams, attempt, state)
+        for layer in layers:
+            if layer == judged_at:
+                break
+        holds = phenomena.trend_holds(draft, state)
+        if holds or attempt == TREND_ATTEMPTS - 1:
+            for _ in layers:  # the rest of this attempt's layers
+                pass
+            if holds:
+                break
+    return attempt, state
 
 
 def build_world(

@@ -19,7 +19,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from contracts.calendar import dates
+from contracts.calendar import days_of_year
 from contracts.model import Contract, Variable
 from worldgen.grid import Grid
 
@@ -175,7 +175,7 @@ def external_series(
     """A region or nation series, spread onto the units there: (units, periods)."""
     regions = list(contract.regions) if v.scope == "region" else ["*"]
     T = grid.periods
-    doy = np.array([d.timetuple().tm_yday for d in dates(contract.timeline.start, T)], dtype=float)
+    doy = days_of_year(contract.timeline.start, T)
     match v.shape:
         case "temperature":
             series = _temperature(contract, len(regions), doy, rng)
