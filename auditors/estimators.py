@@ -76,8 +76,8 @@ class Threshold(Estimator):
         x = model.x(e)  # a blank cause is unknown, not below the step: its row leaves the fit
         return np.where(np.isnan(x), np.nan, x > theta)[:, None]
 
-    def finite_rows(self, model, e, candidates):  # a comparison is 0 or 1, a missing parent 0
-        return np.ones(len(model.rows.y), dtype=bool)
+    def finite_rows(self, model, e, candidates):  # a comparison is 0 or 1 wherever the parent is reported
+        return ~np.isnan(model.x(e))
 
     def columns(self, model, e, candidates, rows):
         return (model.x(e)[rows][:, None] > candidates[None, :]).astype(float)
