@@ -21,14 +21,6 @@ from contracts.model import DATE_STYLES, SCHEMA_VERSION, TIME_SUFFIX, Contract, 
 from contracts.safeio import MIB, is_plain_relative, iter_jsonl, kind_of, loads, one_line, read_bytes, read_json
 
 REQUIRED = ("world.json", "contract.json", "ledger.jsonl", "projection.json", "canonical", "observed")
-KEY_SOURCES = {
-    "units.unit_id",
-    "parties.party_id",
-    "events.event_id",
-    "events.unit_id",
-    "events.party_id",
-    "panel.unit_id",
-}
 # Limits on what the auditor reads from a world that may not be ours. Our largest (--size large) world has
 # ~30 files, a 3 MiB projection.json and observed files under 30 MiB each.
 MAX_WORLD_ENTRIES = 10_000

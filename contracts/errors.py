@@ -1,7 +1,8 @@
 """The one error hierarchy shared by the generator, the auditor and the CLI.
 
 Every error a user can cause is a `WorldgenError`; the CLI prints its message on one line and exits 2.
-Validators collect every problem first and raise once, so a user fixes a file in one pass.
+Contract and pack validators collect every problem first and raise once, so a user fixes a file in one
+pass; persona files, tasks and answers stop at the first bad record and name it (record, field).
 """
 
 from __future__ import annotations

@@ -57,6 +57,8 @@ def from_ranges(ranges: list[list[int]]) -> np.ndarray:
     return np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in ranges])
 
 
+RESEND_WITHIN_ROWS = 30  # a re-sent duplicate lands within the next 29 rows (a retry, not a replay days later)
+
 SPELLINGS = (
     ("upper", lambda s: s.upper()),
     ("lower", lambda s: s.lower()),
@@ -129,7 +131,7 @@ class Duplicates(Defect):
 
     def apply(self, df, rng):
         sources = _pick(rng, df.height, self.rate)
-        offsets = rng.integers(1, 30, size=len(sources))
+        offsets = rng.integers(1, RESEND_WITHIN_ROWS, size=len(sources))
         position = np.concatenate(
             [np.arange(df.height, dtype=float), np.minimum(sources + offsets - 0.5, df.height - 0.5)]
         )

@@ -286,10 +286,6 @@ def unpack_dir(packed: Packed, root: Path) -> None:
                 f.write(data)
 
 
-def packed_bytes(packed: Packed) -> int:
-    return sum(len(data) for _, data in packed if isinstance(data, bytes))
-
-
 SCRATCH_PREFIX = "worldgen-ray-"
 
 

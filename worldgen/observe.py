@@ -184,7 +184,7 @@ def _schedule_view(d: Deliverable, contract: Contract, state: CanonicalState) ->
 
 UNIT_SWITCH_WINDOW = (0.3, 0.7)  # a system migrates units somewhere in the middle 40% of the timeline
 EVENT_RENAME_WINDOW = (0.55, 0.8)  # the event log's release renames a column in the second half
-FEEDBACK_RENAME_WINDOW = (0.5, 0.8)
+FEEDBACK_RENAME_WINDOW = (0.5, 0.8)  # the feedback app's release renames a field in the second half
 PANEL_MISSING_SHARE = 0.7  # daily files lose fewer values than event logs
 LATE_POSTING_RATE = 0.01  # 1% of the first daily file's rows are posted under the next day
 
