@@ -216,3 +216,38 @@ def test_canonical_volume_matches_events_and_focus_change_target(world_dirs):
         h1 = df.filter(pl.col("day") < half)[focus].mean()
         h2 = df.filter(pl.col("day") >= half)[focus].mean()
         assert np.isclose((h2 - h1) / h1, change.target, atol=1e-5)
+
+
+def test_rows_are_listed_the_way_their_system_lists_them_not_in_canonical_order(regenerated):
+    """A master listed in canonical id order would pin each misspelled name to its id by position alone."""
+    by_name = 0
+    for _world, _contract, state, files in regenerated:
+        names = state.column("units", "name")
+        for f in files:
+            assert f.order and f.clean.equals(f.clean.sort(f.order, maintain_order=True)), f.deliverable.file
+            name_column = next((c.name for c in f.deliverable.columns if c.source == "units.name"), None)
+            if f.deliverable.grain != "units" or name_column is None or not f.deliverable.file:
+                continue
+            position = {name: i for i, name in enumerate(names)}
+            ids = [position[n] for n in f.clean[name_column].to_list() if n in position]
+            assert ids != sorted(ids), f"{f.deliverable.file} lists units in canonical order"
+            by_name += 1
+    assert by_name, "no units master compared"
+
+
+def test_a_prompt_voices_the_personas_worry_only_when_the_world_moved_that_way(world_dirs):
+    voiced = silenced = contrary = 0
+    for world in world_dirs:
+        contract = load_contract(world / "contract.json")
+        persona = contract.persona
+        change = next((ph.target for ph in contract.phenomena if ph.id == f"change:{persona.focus}"), None)
+        contrary += persona.trend is not None and change is not None and (change > 0) != (persona.trend == "up")
+        for task_file in (world / "tasks").glob("*.json"):
+            prompt = json.loads(task_file.read_text())["prompt"]
+            if persona.concern not in prompt:
+                silenced += 1
+                continue
+            voiced += 1
+            if persona.trend is not None:
+                assert change is not None and (change > 0) == (persona.trend == "up"), task_file.name
+    assert voiced and silenced and contrary, (voiced, silenced, contrary)  # contrary: a worry that must be withheld
