@@ -231,6 +231,8 @@ def _candidates(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x:
         levels = np.unique(np.nanquantile(seen.reshape(-1), THRESHOLD_QUANTILES))
         grid = (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
         return grid, float, lambda theta: on_rows((seen > theta).astype(float))
+    if e.kind != "saturation":  # a new located mechanism needs its own candidates here (and in the auditor)
+        raise NotImplementedError(f"no profile for mechanism kind {e.kind!r}")
     scales = p["parent_sd"] * SATURATION_SCALES
     return (
         scales,

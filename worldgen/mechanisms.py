@@ -78,6 +78,8 @@ class Mechanism:
     inputs: ClassVar[tuple[str, ...]] = ()
     # Locating a step or a bend needs a parent with many distinct values (not a lever or a unit attribute).
     locates: ClassVar[bool] = False
+    # A shape parameter (a step, a bend, a lag, a period) that a driver's share depends on being located right.
+    shaped: ClassVar[bool] = False
     # Relative weight when the skeleton picks among the kinds a pack allows for an edge.
     weight: ClassVar[float] = 1.0
     # The parameter whose sign is the direction of the effect (None: the mechanism has no single direction).
@@ -152,6 +154,7 @@ class Monotone(Mechanism):
 class Threshold(Mechanism):
     kind = "threshold"
     summary = "child steps by jump once parent exceeds tau"
+    shaped = True
     locates = True
     sign_param = "jump"
     magnitude_doc = "the level of the cause at which the step happens"
@@ -190,6 +193,7 @@ def saturation_curve(x: np.ndarray | float, amplitude: float, kappa: float, orig
 class Saturation(Mechanism):
     kind = "saturation"
     summary = "child rises as A(1-exp(-x/kappa)): diminishing returns"
+    shaped = True
     locates = True
     sign_param = "amplitude"
     magnitude_doc = "the level of the cause by which half of the saturating rise is reached"
@@ -242,6 +246,7 @@ TIME_VARYING = ("panel", "event")
 class Lag(Mechanism):
     kind = "lag"
     summary = "child responds to the parent `lag` periods earlier"
+    shaped = True
     inputs = ("panel",)  # x arrives as a (units, periods) panel and the result is moved to the child's grain
     magnitude_doc = "the delay in days between a change in the cause and the response"
 
@@ -306,6 +311,7 @@ class Interaction(Mechanism):
 class Seasonal(Mechanism):
     kind = "seasonal"
     summary = "parent's slope cycles with a weekly or four-weekly period"
+    shaped = True
     inputs = ("t",)
     magnitude_doc = "the seasonal swing of the effect as a share of its average slope"
 

@@ -42,7 +42,7 @@ SEASONAL_BOUND = 0.3  # a seasonal swing known no better than +-0.3 is not known
 SHARE_BOUND = 0.3  # shares known no better than +-30 points are not known (auditor's bound)
 REALISED_RANGE = (0.5, 1.5)  # a mean-preserving report carries an effect at 0.5x to 1.5x its planted size
 SCALE_REALISED_LOW = 0.3  # a rating scale's ends flatten effects more, down to 0.3x
-LOCATED_KINDS = ("threshold", "saturation", "lag", "seasonal")  # shapes a share depends on being right
+LOCATED_KINDS = tuple(kind for kind, m in MECHANISMS.items() if m.shaped)  # shapes a share depends on being right
 
 
 def seal(contract: Contract, state: CanonicalState) -> Contract:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from contracts.model import MECHANISM_KINDS
 from worldgen.show.svg import esc, n, svg_open, text_width
 
 NAME_SIZE, SUB_SIZE, LABEL_SIZE, TAG_SIZE = 12.5, 10.0, 10.5, 9.5
@@ -30,7 +31,7 @@ SWEEPS = 12
 ALIGN_ROUNDS = 8
 LABEL_SPOTS = (0.5, 0.4, 0.6, 0.3, 0.7, 0.22, 0.78, 0.15, 0.85)  # where along a curve a label may sit, best first
 WRAP = 15  # a name longer than this is split at underscores onto two lines
-KINDS = ("monotone", "threshold", "saturation", "lag", "interaction", "seasonal", "categorical", "ratio")
+KINDS = MECHANISM_KINDS  # one legend entry and colour per mechanism kind, in the contract's order
 
 
 @dataclass(frozen=True)
