@@ -141,7 +141,7 @@ def _observed_mean_change(world: Path, contract, variable: str) -> float:
 
 def test_answers_under_the_stated_definitions_score_full_marks_and_other_conventions_do_not(world_dirs, all_tasks):
     """relative_change, direction, share and magnitude mean exactly what the prompt and schema say."""
-    checked = {"change": 0, "direction": 0, "share": 0, "effect_direction": 0}
+    checked = {"change": 0, "direction": 0, "share": 0, "effect_direction": 0, "magnitude": 0}
     for world in world_dirs:
         contract = load_contract(world / "contract.json")
         targets = {ph.id: ph.target for ph in contract.phenomena}
@@ -181,6 +181,22 @@ def test_answers_under_the_stated_definitions_score_full_marks_and_other_convent
                     assert graded["score"] < 1.0
                     assert not any(i["decision"] for i in graded["items"] if i["id"].startswith("effect:"))
                     checked["effect_direction"] += 1
+                # A magnitude is in the cause's own units: the same slope per standard deviation of the cause
+                # is another number, and loses its item wherever the two differ by more than the tolerance.
+                sd = contract.variable(t.variable).sd
+                tolerance = {i.check.variable: i.check.tolerance for i in t.rubric if i.id.startswith("magnitude:")}
+                per_sd = [
+                    e | {"magnitude": e["magnitude"] * sd}
+                    for e in t.expected_answer["effects"]
+                    if e.get("mechanism") == "monotone" and e["variable"] in tolerance
+                    and abs(e["magnitude"] * sd - e["magnitude"]) > tolerance[e["variable"]]
+                ]  # fmt: skip
+                if per_sd:
+                    decided = {
+                        i["id"]: i["decision"] for i in grade_rules(t, dict(t.expected_answer, effects=per_sd))["items"]
+                    }
+                    assert not any(decided[f"magnitude:{e['variable']}"] for e in per_sd), t.task_id
+                    checked["magnitude"] += 1
     assert all(checked.values()), checked
 
 
