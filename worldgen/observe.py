@@ -35,11 +35,11 @@ class DefectSettings:
     """How heavy the defects are; `scale` multiplies every rate (0 gives clean files)."""
 
     scale: float = 1.0
-    spelling_rate: float = 0.35
-    missing_rate: float = 0.03
-    duplicate_rate: float = 0.02
-    delay_rate: float = 0.5
-    delay_max_days: int = 7
+    spelling_rate: float = 0.35  # a third of a CRM's names typed differently from the operational system
+    missing_rate: float = 0.03  # a few blanks per column, as exports have them
+    duplicate_rate: float = 0.02  # re-sent rows: rare, but enough to bias a naive sum
+    delay_rate: float = 0.5  # half of feedback and late postings arrive after the day they describe
+    delay_max_days: int = 7  # and within a week
 
     def rate(self, base: float) -> float:
         return min(base * self.scale, 0.95)

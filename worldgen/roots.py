@@ -27,20 +27,21 @@ CHANGE_JITTER_DAYS = 10  # units adopt the change within +-10 days of the change
 CHANGED_SHARE = (0.35, 0.75)  # share of units whose level changes after the change day
 SHIFT_SD = (0.8, 1.5)  # size of a signal's or lever's regime shift, in the variable's sd
 BINARY_SWING = 0.25  # a binary root's probability moves by this much between the halves
-# Signals: unit effect, annual cycle and AR(1) noise, each as a share of the variable's sd.
-UNIT_EFFECT_SD = 0.4
-ANNUAL_CYCLE_SD = 0.4
-NOISE_SD = 0.5
+# Signals: unit effect, annual cycle and AR(1) noise, each as a share of the variable's sd. Together with
+# the regime shift they fill the variable's spread, and each part stays large enough to be seen.
+UNIT_EFFECT_SD = 0.4  # sites differ, but less than days do
+ANNUAL_CYCLE_SD = 0.4  # a season an analyst notices, not one that hides the change day
+NOISE_SD = 0.5  # day-to-day noise: the largest part, as in any daily business series
 AR_COEFFICIENT = 0.7  # day-to-day persistence: today's noise carries 70% of yesterday's
 REGIME_SHARE = 0.6  # a signal's regime shift is 60% of a lever's (signals drift, levers are set)
 # Levers: spread between units, and the few nudges managers give them each year.
-LEVER_UNIT_SD = 0.6
-LEVER_NUDGES = 3
+LEVER_UNIT_SD = 0.6  # managers set levers differently per site: most of a lever's spread is between units
+LEVER_NUDGES = 3  # a few adjustments a year, as a change log shows them
 LEVER_NUDGE_SD = 0.3  # +-0.3 sd nudges make a lever's effects identifiable beyond its one big change
 # Event roots: a unit level, a shift after the change day, event-to-event noise (shares of the sd).
-EVENT_UNIT_SD = 0.4
-EVENT_SHIFT_SD = (0.5, 1.0)
-EVENT_NOISE_SD = 0.6
+EVENT_UNIT_SD = 0.4  # a site's customers differ from another's
+EVENT_SHIFT_SD = (0.5, 1.0)  # a visible but not overwhelming change after the change day
+EVENT_NOISE_SD = 0.6  # one event differs from the next more than sites differ
 # Campaigns: on/off windows of 10-39 days, the first starting within a month.
 CAMPAIGN_LENGTH = (10, 40)
 CAMPAIGN_FIRST_START = 30
@@ -149,7 +150,7 @@ RAIN_SHAPE = 0.7  # gamma shape of rain on wet days: most wet days are light, a 
 INDEX_PERSISTENCE = 0.97  # an index moves slowly from day to day
 INDEX_SHIFT_SD = (0.5, 1.2)  # and shifts by this many sd after the change day
 RATE_STEP = 0.25  # rates move in quarter points
-RATE_MOVES_PER_YEAR = (2, 5)
+RATE_MOVES_PER_YEAR = (2, 5)  # a central bank or a tariff board moves a handful of times a year
 
 
 def _ar1(rng: np.random.Generator, shape: tuple[int, int], persistence: float) -> np.ndarray:
