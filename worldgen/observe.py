@@ -38,8 +38,6 @@ class DefectSettings:
     spelling_rate: float = 0.35  # a third of a CRM's names typed differently from the operational system
     missing_rate: float = 0.03  # a few blanks per column, as exports have them
     duplicate_rate: float = 0.02  # re-sent rows: rare, but enough to bias a naive sum
-    delay_rate: float = 0.5  # half of feedback and late postings arrive after the day they describe
-    delay_max_days: int = 7  # and within a week
 
     def rate(self, base: float) -> float:
         return min(base * self.scale, 0.95)
