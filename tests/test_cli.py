@@ -19,6 +19,8 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 
 def test_installed_command_builds_resumes_and_lists_domains(tmp_path):
     out = tmp_path / "out"
+    out.mkdir()
+    (out / ".keep").touch()  # as the repository's output/ holds it: a placeholder, not data
     first = run("build", "--n", "2", "--seed", "3", "--size", "small", "--out", str(out), "--workers", "2")
     assert first.returncode == 0, first.stderr
     assert "built 2 world(s)" in first.stdout
@@ -28,6 +30,7 @@ def test_installed_command_builds_resumes_and_lists_domains(tmp_path):
     )
     again = run("build", "--n", "3", "--seed", "3", "--size", "small", "--out", str(out))
     assert again.returncode == 0 and "built 1 world(s), skipped 2" in again.stdout
+    assert (out / ".keep").is_file() and (out / ".keep").stat().st_size == 0, "the placeholder is left as it was"
     domains = run("domains")
     assert domains.returncode == 0 and len(domains.stdout.splitlines()) >= 16
 

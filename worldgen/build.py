@@ -61,6 +61,7 @@ BUILD_FORMAT = "worldgen-build"  # build.json's marker: this directory was creat
 BUILD_FORMAT_VERSION = 1
 BUILD_FILE = "build.json"
 LOCK_FILE = "build.lock"
+PLACEHOLDER_NAMES = frozenset({".keep", ".gitkeep"})  # empty files a repository keeps to hold an empty directory
 MANIFEST_FILE = "manifest.jsonl"
 TIMINGS_FILE = "timings.jsonl"
 WORLDS_DIR = "worlds"
@@ -255,6 +256,7 @@ def inspect_out(cfg: BuildConfig, pool: list[Persona], holding_lock: bool = Fals
         raise InputError(f"cannot write to --out {one_line(out)}: permission denied")
     if LOCK_FILE in names and not holding_lock:
         _check_unlocked(out)
+    names -= _placeholders(out, names)
     temps = [out / n for n in sorted(names) if _OWN_TEMP.match(n) and stat.S_ISREG(os.lstat(out / n).st_mode)]
     if not names - {LOCK_FILE} - {t.name for t in temps if t.name.startswith(".build.json.")}:
         if LOCK_FILE in names:  # a build that died before writing build.json: the directory is still ours
@@ -275,6 +277,17 @@ def inspect_out(cfg: BuildConfig, pool: list[Persona], holding_lock: bool = Fals
         _check_manifest(out / MANIFEST_FILE)
     stale, done = _inspect_worlds(cfg, pool) if WORLDS_DIR in names else ([], {})
     return OutState(exists=True, marked=marked, stale=stale + temps, done=done)
+
+
+def _placeholders(out: Path, names: set[str]) -> set[str]:
+    """Empty placeholder files a repository keeps in an output directory (`output/.keep`): not data, so the
+    directory counts as empty; the build leaves them as they are."""
+    found = set()
+    for name in names & PLACEHOLDER_NAMES:
+        info = os.lstat(out / name)
+        if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+            found.add(name)
+    return found
 
 
 def _lstat(path: Path) -> os.stat_result | None:

@@ -270,6 +270,9 @@ CASES = [
     Case(
         "out-foreign-single-file", out_at(lambda sb: sb.write("out/thesis.tex", "years"), "out"), "not a worldgen build"
     ),
+    Case(
+        "out-placeholder-with-content", out_at(lambda sb: sb.write("out/.keep", "notes"), "out"), "not a worldgen build"
+    ),
     Case("build-json-a-list", out_with("build.json", "[1, 2]"), "not a worldgen build record"),
     Case("build-json-a-directory", out_with("build.json", kind="dir"), "is a directory"),
     Case("build-json-a-fifo", out_with("build.json", kind="fifo"), "FIFO"),
