@@ -519,25 +519,10 @@ def _unit_step(frame: pl.DataFrame, column: str, day: int, pooled: float, pooled
     the days just before and after `day` (a week or three each side). Unit by unit, a lever changed for some
     units around the same time moves only those; pooled, a measure that is rarely non-zero has more values."""
     best = (pooled, pooled_se)
-    logged = pl.col(column).cast(pl.Float64).log()
     for window in (EDGE_DAYS, LOCAL_DAYS):
-        near = _around(frame, day, window) & (pl.col(column) > 0)
-        per_unit = (
-            frame.filter(near)
-            .group_by("unit_id")
-            .agg(
-                logged.filter(pl.col("day") >= day).median().alias("after"),
-                logged.filter(pl.col("day") < day).median().alias("before"),
-            )
-            .drop_nulls()
-        )
-        steps = per_unit["after"].to_numpy() - per_unit["before"].to_numpy()
-        if len(steps) < MIN_UNITS_FOR_STEP:
-            continue
-        median = float(np.median(steps))
-        se = 1.25 * 1.4826 * float(np.median(np.abs(steps - median))) / np.sqrt(len(steps))
-        if se < best[1]:
-            best = (median, se)
+        step = _window_step(frame, column, day, window)
+        if step is not None and step[1] < best[1]:
+            best = step
     return best
 
 
