@@ -20,9 +20,9 @@ from xml.etree.ElementTree import _escape_cdata  # what openpyxl's XML writer es
 import polars as pl
 from openpyxl import Workbook
 from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE
-from openpyxl.compat import safe_string
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.datetime import to_excel
+from openpyxl.writer.excel import ExcelWriter
 
 from contracts.hashing import column_sha256, file_sha256
 from contracts.model import SCHEMA_VERSION, Contract
@@ -84,9 +84,7 @@ def write_xlsx(df: pl.DataFrame, path: Path, sheets_by: str | None) -> None:
         ws.append(group.columns)
         for row in (group.head(fast[k].skeleton) if fast else group).iter_rows():
             ws.append(list(row))
-    buffer = io.BytesIO()
-    wb.save(buffer)
-    data = buffer.getvalue()
+    data = _saved(wb)
     replace = _splice(data, fast) if fast else {}
     if fast and replace is None:  # the first rows differ from openpyxl's: let it write every row
         return write_xlsx_openpyxl(groups, path)
@@ -102,9 +100,17 @@ def write_xlsx_openpyxl(groups: list[tuple[str, pl.DataFrame]], path: Path) -> N
         ws.append(group.columns)
         for row in group.iter_rows():
             ws.append(list(row))
+    _rezip_deterministic(_saved(wb), path)
+
+
+def _saved(wb: Workbook) -> bytes:
+    """The workbook as openpyxl's `Workbook.save` writes it, but stored uncompressed: it is only read back and
+    re-zipped (deflating it twice and inflating it once cost more than the rows do)."""
+    if not wb.worksheets:  # as Workbook.save does: a workbook has at least one sheet
+        wb.create_sheet()
     buffer = io.BytesIO()
-    wb.save(buffer)
-    _rezip_deterministic(buffer.getvalue(), path)
+    ExcelWriter(wb, zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED, allowZip64=True)).save()
+    return buffer.getvalue()
 
 
 SKELETON_ROWS = 3  # data rows openpyxl writes itself in every sheet (more where a date column starts later)
@@ -142,47 +148,55 @@ class _SheetRows:
             styles.setdefault(kind, len(styles) + 1)
         return [_SheetRows(group, styles) for _, group in groups]
 
-    def xml(self, rows: int | None = None) -> bytes | None:
-        """The <sheetData> content of the header and the first `rows` rows (all if None); None if a value
-        needs openpyxl (a formula, an error code, a character Excel refuses, a NaN or infinite float)."""
-        frame = self.frame if rows is None else self.frame.head(rows)
-        letters = [get_column_letter(j + 1) for j in range(frame.width)]
-        out = [self._row(1, letters, frame.columns)]
-        if out[0] is None:
-            return None
-        for i, values in enumerate(frame.iter_rows(), start=2):
-            row = self._row(i, letters, values)
-            if row is None:
+    def rows(self) -> list[str] | None:
+        """The <sheetData> rows, header first, as openpyxl writes them; None if a value needs openpyxl (a
+        formula, an error code, a character Excel refuses, a NaN or infinite float). Built a column at a
+        time, so that the type is looked at once per column rather than once per cell."""
+        columns = []
+        for j, name in enumerate(self.frame.columns):
+            letter = get_column_letter(j + 1)
+            header, cells = _text_cell(f"{letter}1", name), self._cells(letter, self.frame[name])
+            if header is None or cells is None:
                 return None
-            out.append(row)
-        return "".join(out).encode()
+            columns.append([header, *cells])
+        if not columns:
+            return ['<row r="1"></row>']
+        rows = zip(*columns, strict=True)
+        return [f'<row r="{i}">{"".join(cells)}</row>' for i, cells in enumerate(rows, start=1)]
 
-    def _row(self, i: int, letters: list[str], values) -> str | None:
-        cells = []
-        for letter, value in zip(letters, values, strict=True):
-            if value is None:
-                continue
-            kind = type(value)
-            if kind is str:
-                text = value[:32767]
-                if (len(text) > 1 and text[0] == "=") or text in _ERROR_CODES or ILLEGAL_CHARACTERS_RE.search(text):
-                    return None
-                if text == "":
-                    cells.append(f'<c r="{letter}{i}" t="inlineStr" />')
-                    continue
-                stripped = text.strip()
-                space = ' xml:space="preserve"' if stripped and text != stripped else ""
-                cells.append(f'<c r="{letter}{i}" t="inlineStr"><is><t{space}>{_escape_cdata(text)}</t></is></c>')
-            elif kind is int or kind is float:
-                if kind is float and not math.isfinite(value):
-                    return None
-                cells.append(f'<c r="{letter}{i}" t="n"><v>{safe_string(value)}</v></c>')
-            elif kind is dt.date or kind is dt.datetime:
-                style = self.styles[kind]
-                cells.append(f'<c r="{letter}{i}" s="{style}" t="n"><v>{safe_string(to_excel(value))}</v></c>')
-            else:
-                return None
-        return f'<row r="{i}">{"".join(cells)}</row>'
+    def _cells(self, letter: str, series: pl.Series) -> list[str] | None:
+        """One column's data cells ("" for a blank), as openpyxl writes them (numbers as safe_string's "%.16g"
+        gives them, dates as Excel serials in their style); None if a value needs openpyxl."""
+        values = series.to_list()
+        refs = [f"{letter}{i}" for i in range(2, len(values) + 2)]
+        dtype = series.dtype
+        if dtype == pl.String:
+            cells = [_text_cell(ref, v) if v is not None else "" for ref, v in zip(refs, values, strict=True)]
+            return None if None in cells else cells
+        if dtype == pl.Date or dtype == pl.Datetime:
+            style = self.styles.get(dt.date if dtype == pl.Date else dt.datetime)
+            return [
+                f'<c r="{ref}" s="{style}" t="n"><v>{to_excel(v):.16g}</v></c>' if v is not None else ""
+                for ref, v in zip(refs, values, strict=True)
+            ]
+        if dtype.is_float() and not all(math.isfinite(v) for v in values if v is not None):
+            return None
+        return [
+            f'<c r="{ref}" t="n"><v>{v:.16g}</v></c>' if v is not None else ""
+            for ref, v in zip(refs, values, strict=True)
+        ]
+
+
+def _text_cell(ref: str, value: str) -> str | None:
+    """A text cell as openpyxl writes it inline; None for what openpyxl would treat otherwise."""
+    text = value[:32767]
+    if (len(text) > 1 and text[0] == "=") or text in _ERROR_CODES or ILLEGAL_CHARACTERS_RE.search(text):
+        return None
+    if text == "":
+        return f'<c r="{ref}" t="inlineStr" />'
+    stripped = text.strip()
+    space = ' xml:space="preserve"' if stripped and text != stripped else ""
+    return f'<c r="{ref}" t="inlineStr"><is><t{space}>{_escape_cdata(text)}</t></is></c>'
 
 
 def _splice(data: bytes, sheets: list[_SheetRows]) -> dict[str, bytes] | None:
@@ -193,10 +207,10 @@ def _splice(data: bytes, sheets: list[_SheetRows]) -> dict[str, bytes] | None:
             name = f"xl/worksheets/sheet{k + 1}.xml"
             content = z.read(name)
             found = _SHEET_DATA.search(content)
-            full = sheet.xml()
-            if found is None or full is None or found.group(1) != sheet.xml(sheet.skeleton):
+            rows = sheet.rows()
+            if found is None or rows is None or found.group(1) != "".join(rows[: sheet.skeleton + 1]).encode():
                 return None
-            replace[name] = content[: found.start(1)] + full + content[found.end(1) :]
+            replace[name] = content[: found.start(1)] + "".join(rows).encode() + content[found.end(1) :]
     return replace
 
 
@@ -254,8 +268,11 @@ def write_world(
         if d.grain == "dictionary":
             (root / "observed" / d.file).write_text(data_dictionary(contract, d.system), encoding="utf-8")
     dump_json(root / "projection.json", projection, indent=None)  # row lists make an indented file huge
-    dump_jsonl(root / "ledger.jsonl", state.ledger + [_projection_step(root, contract, state, observed, streams)])
-    dump_json(root / "world.json", _manifest(root, contract, state))
+    digest = _Digests()  # the projection step and the manifest both hash the observed files: once is enough
+    dump_jsonl(
+        root / "ledger.jsonl", state.ledger + [_projection_step(root, contract, state, observed, streams, digest)]
+    )
+    dump_json(root / "world.json", _manifest(root, contract, state, digest))
     return {
         "world_id": contract.world_id,
         "seed": contract.seed,
@@ -265,7 +282,16 @@ def write_world(
     }
 
 
-def _manifest(root: Path, contract: Contract, state: CanonicalState) -> dict:
+class _Digests(dict):
+    """sha256 of files already complete (none is written again before world.json), each read once."""
+
+    def __call__(self, path: Path) -> str:
+        if path not in self:
+            self[path] = file_sha256(path)
+        return self[path]
+
+
+def _manifest(root: Path, contract: Contract, state: CanonicalState, digest: _Digests) -> dict:
     """world.json: identity, sizes, and the sha256 of every file written so far."""
     return {
         "schema_version": SCHEMA_VERSION,
@@ -285,14 +311,19 @@ def _manifest(root: Path, contract: Contract, state: CanonicalState) -> dict:
             "files": len(contract.deliverables),
         },
         "files": {
-            path.relative_to(root).as_posix(): file_sha256(path)
+            path.relative_to(root).as_posix(): digest(path)
             for path in sorted(p for p in root.rglob("*") if p.is_file())
         },
     }
 
 
 def _projection_step(
-    root: Path, contract: Contract, state: CanonicalState, observed: list[ObservedFile], streams: Streams
+    root: Path,
+    contract: Contract,
+    state: CanonicalState,
+    observed: list[ObservedFile],
+    streams: Streams,
+    digest: _Digests,
 ) -> dict:
     """The ledger's last record: X read in full, the observed files written, every defect recorded."""
     return {
@@ -303,7 +334,7 @@ def _projection_step(
         "inputs": {
             f"{t}.{c}": column_sha256(v) for t, cols in sorted(state.tables.items()) for c, v in sorted(cols.items())
         },
-        "outputs": {f"observed/{d.file}": file_sha256(root / "observed" / d.file) for d in contract.deliverables},
+        "outputs": {f"observed/{d.file}": digest(root / "observed" / d.file) for d in contract.deliverables},
         "rows": {f.deliverable.file: f.frame.height for f in observed},
         "checks": {"defects_recorded": sum(len(f.records) for f in observed), "canonical_unchanged": True},
     }
