@@ -49,6 +49,7 @@ class CanonicalState:
     contributions: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # child -> parent -> values
     params: dict[str, dict] = field(default_factory=dict)  # edge id -> parameters resolved in natural units
     inputs: dict[str, np.ndarray] = field(default_factory=dict)  # edge id -> parent as the mechanism saw it
+    digests: dict[str, str] = field(default_factory=dict)  # "table.column" -> sha256 when it was committed
 
     def column(self, table: str, name: str) -> np.ndarray:
         return self.tables[table][name]
@@ -66,11 +67,17 @@ class CanonicalState:
     def run_step(
         self, name: str, seed: dict, inputs: list[tuple[str, str]], run: Callable[[], Outputs], variables=()
     ) -> None:
-        """Run one step, commit its outputs and append its ledger record (hashes of inputs before and after)."""
-        before = {f"{t}.{c}": column_sha256(self.column(t, c)) for t, c in inputs}
+        """Run one step, commit its outputs and append its ledger record (hashes of inputs before and after).
+        An input's hash before is the one taken when it was committed (the same bytes: committed columns are
+        frozen); after the step it is hashed again, so the check covers everything since the commit."""
+        before = {f"{t}.{c}": self.digests[f"{t}.{c}"] for t, c in inputs}
         outputs = run()
         after = {f"{t}.{c}": column_sha256(self.column(t, c)) for t, c in inputs}
         self.commit(outputs)
+        digests = {
+            f"{t}.{c}": column_sha256(self.column(t, c)) for t, cols in sorted(outputs.items()) for c in sorted(cols)
+        }
+        self.digests.update(digests)
         self.ledger.append(
             {
                 "step": len(self.ledger),
@@ -78,11 +85,7 @@ class CanonicalState:
                 "variables": list(variables),
                 "seed": seed,
                 "inputs": before,
-                "outputs": {
-                    f"{t}.{c}": column_sha256(self.column(t, c))
-                    for t, cols in sorted(outputs.items())
-                    for c in sorted(cols)
-                },
+                "outputs": digests,
                 "rows": {t: len(next(iter(self.tables[t].values()))) for t in sorted(outputs)},
                 "params": {k: v for k, v in self.params.items() if k.split("->")[1] in variables},
                 "checks": {"parents_unchanged": before == after, "outputs_new": True},

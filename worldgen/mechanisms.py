@@ -187,7 +187,19 @@ class Threshold(Mechanism):
 # --- saturation -----------------------------------------------------------------------------------
 def saturation_curve(x: np.ndarray | float, amplitude: float, kappa: float, origin: float = 0.0) -> np.ndarray:
     """A * (1 - exp(-(x - origin) / kappa)) above origin: half the rise is reached at origin + kappa ln 2."""
-    return amplitude * -np.expm1(-np.maximum(np.asarray(x, dtype=float) - origin, 0.0) / kappa)
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 0:
+        return amplitude * -np.expm1(-np.maximum(x - origin, 0.0) / kappa)
+    # The same operations in the same order, in one buffer: the profile of a saturation's location calls
+    # this a thousand times a world on whole panels, and the temporaries cost more than the arithmetic.
+    out = np.subtract(x, origin)
+    np.maximum(out, 0.0, out=out)
+    np.negative(out, out=out)
+    np.divide(out, kappa, out=out)
+    np.expm1(out, out=out)
+    np.negative(out, out=out)
+    np.multiply(amplitude, out, out=out)
+    return out
 
 
 class Saturation(Mechanism):

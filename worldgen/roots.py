@@ -113,11 +113,9 @@ def _signal(v: Variable, U: int, T: int, late: np.ndarray, shift: float, rng: np
     unit_effect = UNIT_EFFECT_SD * v.sd * rng.standard_normal(U)[:, None]
     phase = rng.uniform(0, 365)
     season = ANNUAL_CYCLE_SD * v.sd * np.sin(2 * np.pi * (np.arange(T) + phase) / 365.0)[None, :]
-    noise = np.empty((U, T))
-    noise[:, 0] = rng.standard_normal(U)
+    first = rng.standard_normal(U)
     shocks = rng.standard_normal((U, T)) * np.sqrt(1 - AR_COEFFICIENT**2)
-    for t in range(1, T):  # AR(1) over days; vectorised across units
-        noise[:, t] = AR_COEFFICIENT * noise[:, t - 1] + shocks[:, t]
+    noise = _recursion(first, shocks, AR_COEFFICIENT)  # AR(1) over days
     regime = np.where(late, REGIME_SHARE * shift, 0.0)
     return v.mean + unit_effect + season + NOISE_SD * v.sd * noise + regime
 
@@ -127,12 +125,13 @@ def _campaigns(
 ) -> np.ndarray:
     """On/off campaign windows per unit; the share of time on moves from p_before to p_after where `late`."""
     out = np.zeros((U, T))
-    for u in range(U):
+    for u, late_row in enumerate(late.tolist()):  # Python bools: indexing numpy by scalar costs more than a draw
         t, on = int(rng.integers(0, CAMPAIGN_FIRST_START)), bool(rng.random() < p_before)
         while t < T:
-            p = p_after if late[u, min(t, T - 1)] else p_before
+            p = p_after if late_row[t] else p_before
             length = int(rng.integers(*CAMPAIGN_LENGTH))
-            out[u, t : t + length] = float(on)
+            if on:  # the rest stays off (zero)
+                out[u, t : t + length] = 1.0
             t += length
             on = bool(rng.random() < p)
     return out
@@ -156,11 +155,32 @@ RATE_MOVES_PER_YEAR = (2, 5)  # a central bank or a tariff board moves a handful
 def _ar1(rng: np.random.Generator, shape: tuple[int, int], persistence: float) -> np.ndarray:
     """Unit-variance AR(1) rows over the last axis."""
     shocks = rng.standard_normal(shape) * np.sqrt(1 - persistence**2)
-    out = np.empty(shape)
-    out[:, 0] = rng.standard_normal(shape[0])
-    for t in range(1, shape[1]):
-        out[:, t] = persistence * out[:, t - 1] + shocks[:, t]
-    return out
+    return _recursion(rng.standard_normal(shape[0]), shocks, persistence)
+
+
+SCALAR_ROWS = 32  # up to this many rows, a Python loop over floats (~0.1 us a value) beats two numpy calls a day
+
+
+def _recursion(first: np.ndarray, shocks: np.ndarray, persistence: float) -> np.ndarray:
+    """Rows out[:, 0] = first, out[:, t] = persistence * out[:, t - 1] + shocks[:, t] (shocks[:, 0] unused).
+    Every value is the same two IEEE operations whichever way it is computed; this only picks the cheaper
+    way: plain floats for a few rows, else one numpy call per day over rows laid out contiguously."""
+    rows, periods = shocks.shape
+    if rows <= SCALAR_ROWS:
+        out = []
+        for start, row in zip(first.tolist(), shocks.tolist(), strict=True):
+            value, values = start, [start]
+            for shock in row[1:]:
+                value = persistence * value + shock
+                values.append(value)
+            out.append(values)
+        return np.array(out, dtype=float).reshape(rows, periods)
+    by_day, steps = np.empty((periods, rows)), np.ascontiguousarray(shocks.T)
+    by_day[0] = first
+    for t in range(1, periods):
+        np.multiply(persistence, by_day[t - 1], out=by_day[t])
+        np.add(by_day[t], steps[t], out=by_day[t])
+    return np.ascontiguousarray(by_day.T)
 
 
 def _shared(rng: np.random.Generator, regions: int, periods: int, persistence: float) -> np.ndarray:
