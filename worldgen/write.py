@@ -331,8 +331,12 @@ def _projection_step(
         "name": "projection",
         "variables": [],
         "seed": streams.record("defects"),
+        # X as committed: a column's hash from its step (committed columns are frozen, and the auditor checks
+        # canonical/ against those hashes), else hashed here.
         "inputs": {
-            f"{t}.{c}": column_sha256(v) for t, cols in sorted(state.tables.items()) for c, v in sorted(cols.items())
+            f"{t}.{c}": state.digests.get(f"{t}.{c}") or column_sha256(v)
+            for t, cols in sorted(state.tables.items())
+            for c, v in sorted(cols.items())
         },
         "outputs": {f"observed/{d.file}": digest(root / "observed" / d.file) for d in contract.deliverables},
         "rows": {f.deliverable.file: f.frame.height for f in observed},
