@@ -63,8 +63,23 @@ def _days_of_year(start: str, periods: int) -> np.ndarray:
     return out
 
 
+def easter(year: int) -> dt.date:
+    """Western (Gregorian) Easter Sunday: the anonymous Gregorian algorithm (Meeus/Jones/Butcher)."""
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = divmod(b, 4)
+    g = (8 * b + 13) // 25
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = divmod(c, 4)
+    weekday_shift = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 19 * weekday_shift) // 433
+    month = (h + weekday_shift - 7 * m + 90) // 25
+    return dt.date(year, month, (h + weekday_shift - 7 * m + 33 * month + 19) % 32)
+
+
 def resolve(effect: DateEffect, year: int) -> dt.date:
-    """The first day an effect covers in a given year (MM-DD, or the n-th weekday of the month)."""
+    """The first day an effect covers in a given year (MM-DD, the n-th weekday of the month, or Easter)."""
+    if effect.date == "easter":
+        return easter(year) + dt.timedelta(days=effect.offset)
     month, rest = int(effect.date[:2]), effect.date[3:]
     if rest.isdigit():
         day = dt.date(year, month, min(int(rest), monthrange(year, month)[1]))
