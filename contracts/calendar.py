@@ -1,9 +1,10 @@
 """What a contract's calendar means, day by day: one definition for the generator and the auditor.
 
-Activity on a day is the mean level plus three additive calendar offsets, each relative to the nominal
-level: the weekday's (`weekly[wd] - 1`), the month's (`monthly[m] - 1`) and the dated events' (product of
-the factors of the holidays and events covering the day, minus 1). A day is closed for everyone when its
-weekday, its month or one of its dates has a factor of 0.
+Activity on a day is the nominal level times the calendar's level of that day: the weekday's factor
+(`weekly[wd]`) times the month's (`monthly[m]`) times the factors of the holidays and events covering the
+day. Multiplying, not adding: a unit that is busy on weekdays is busy in proportion on a Sunday at a tenth
+of the volume, as real operations are. A day is closed for everyone when its weekday, its month or one of
+its dates has a factor of 0.
 """
 
 from __future__ import annotations
@@ -106,12 +107,11 @@ def date_factors(calendar: Calendar, start: str, periods: int) -> np.ndarray:
     return factors
 
 
-def offsets(calendar: Calendar, start: str, periods: int) -> np.ndarray:
-    """(periods, 3): the weekday, month and dated-event offsets of each day, relative to the nominal level."""
-    weekly = np.asarray(calendar.weekly)[weekdays(start, periods)] - 1.0
-    monthly = np.asarray(calendar.monthly)[months(start, periods)] - 1.0
-    dated = date_factors(calendar, start, periods) - 1.0
-    return np.column_stack([weekly, monthly, dated])
+def levels(calendar: Calendar, start: str, periods: int) -> np.ndarray:
+    """The calendar's activity level per day relative to the nominal level (0 on a closed day)."""
+    weekly = np.asarray(calendar.weekly)[weekdays(start, periods)]
+    monthly = np.asarray(calendar.monthly)[months(start, periods)]
+    return weekly * monthly * date_factors(calendar, start, periods)
 
 
 def open_for_all(calendar: Calendar, start: str, periods: int) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import numpy as np
 import pytest
 
 from contracts.calendar import date_factors, easter, resolve
@@ -91,3 +92,25 @@ def test_the_persona_region_reaches_the_contract():
     assert contract.calendar.country == place.country == "AU"
     assert contract.climate == place.climate and contract.climate.hemisphere == "south"
     assert "Thanksgiving break" not in _names(contract.calendar)
+
+
+def test_the_calendar_multiplies_the_volume_so_a_quiet_weekday_is_quiet_at_every_unit():
+    """Sunday at a tenth of a weekday's volume means a tenth at a busy depot too: the calendar scales each
+    unit's volume (an additive calendar left big units busy on Sundays and halved the weekday ratio)."""
+    from contracts.calendar import weekdays
+    from worldgen.observe import DefectSettings
+    from worldgen.pipeline import synthesize
+
+    persona = next(p for p in builtin_personas() if p.domain == "transport")
+    world = WorldSpec(seed=0, index=0, size="small", persona=persona)
+    contract, state, _ = synthesize(world, get_pack("transport"), DefectSettings())
+    volume = contract.volume.name
+    rate = state.column("panel", f"{volume}_expected").reshape(contract.entity("unit").count, -1)
+    weekday = weekdays(contract.timeline.start, contract.timeline.periods)
+    weekly = contract.calendar.weekly
+    quiet = int(np.argmin([w if w > 0 else np.inf for w in weekly]))
+    busy = int(np.argmax(weekly))
+    open_quiet = rate[:, weekday == quiet]
+    open_quiet = open_quiet[open_quiet > 0]
+    observed = open_quiet.mean() / rate[:, weekday == busy][rate[:, weekday == busy] > 0].mean()
+    assert observed == pytest.approx(weekly[quiet] / weekly[busy], rel=0.25)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contracts.calendar import offsets, open_for_all
+from contracts.calendar import levels, open_for_all
 from contracts.model import (
     AltUnit,
     Calendar,
@@ -123,7 +123,7 @@ def build_contract(world: WorldSpec, pack: DomainPack, skeleton: Skeleton, strea
 def _mean_activity(c: Calendar, start: str, periods: int) -> float:
     """The calendar's mean activity per unit-day relative to the nominal level (closed days count as 0)."""
     open_days = open_for_all(c, start, periods)
-    level = np.maximum(1.0 + offsets(c, start, periods).sum(axis=1), 0.0) * open_days
+    level = levels(c, start, periods) * open_days
     lost = c.extra_closed_weekday / 7 + c.outages + (c.openings + c.closures) / 4
     return float(level.mean() * (1 - lost))
 
@@ -301,8 +301,10 @@ def _invariants(contract: Contract) -> list[Invariant]:
         ),
     ]
     table = {"unit": "units", "panel": "panel", "event": "events"}
+    busiest = float(levels(contract.calendar, contract.timeline.start, contract.timeline.periods).max())
     for v in contract.variables:
-        if v.role == "volume":  # the rate obeys the variable's range (0 on closed days); the count is any count >= 0
+        if v.role == "volume":  # the rate obeys the variable's range on a nominal day times the calendar's busiest
+            # level (0 on closed days); the count is any count >= 0
             inv.append(
                 Invariant(
                     id=f"range_{v.name}_expected",
@@ -310,7 +312,7 @@ def _invariants(contract: Contract) -> list[Invariant]:
                     table="panel",
                     column=f"{v.name}_expected",
                     min=0,
-                    max=v.max,
+                    max=None if v.max is None else v.max * busiest,
                 )
             )
             inv.append(Invariant(id=f"range_{v.name}", kind="range", table="panel", column=v.name, min=0))
