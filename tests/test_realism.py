@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import importlib.util
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -196,3 +197,27 @@ def test_the_markdown_names_every_failing_measurement(measured):
     assert f"Failing measurements ({len(failing)})" in text
     for c in failing:
         assert f"{measured['world']} {c['id']}" in text
+
+
+def _pack_aliases():
+    """Every column name a shipped pack offers, with the words its own description gives it."""
+    from worldgen.packs import builtin_packs
+
+    for pack in builtin_packs().values():
+        ent = pack.entities
+        measures = [(m.aliases, m.name + " " + m.unit) for m in (ent.unit.capacity, ent.event.amount)]
+        measures += [(v.aliases, f"{v.name} {v.description} {v.unit}") for v in pack.variables]
+        for aliases, about in measures:
+            for alias in aliases:
+                yield pack.domain, alias.name, f"{alias.doc} {about}"
+
+
+def test_no_pack_column_name_cuts_a_word_of_its_own_description():
+    """mpg_equiv_l100km (equivalent), fert_n_dose (fertiliser): a name may abbreviate only by standard
+    abbreviations, never by cutting a word its own description writes in full (check 7a, every alias)."""
+    words = rr.COMMON_WORDS | rr.pack_prose()
+    cut = []
+    for domain, name, about in _pack_aliases():
+        context = set(re.findall(r"[a-z]+", about.lower().replace("_", " ")))
+        cut += [f"{domain}:{name} ({t})" for t in rr.tokens(name) if rr.truncated(t, words, context)]
+    assert not cut, cut
