@@ -221,3 +221,40 @@ def test_no_pack_column_name_cuts_a_word_of_its_own_description():
         context = set(re.findall(r"[a-z]+", about.lower().replace("_", " ")))
         cut += [f"{domain}:{name} ({t})" for t in rr.tokens(name) if rr.truncated(t, words, context)]
     assert not cut, cut
+
+
+def _party_world(name_style: str, regions=("North", "South")):
+    """A stand-in contract with just what party assignment reads."""
+    from types import SimpleNamespace
+
+    party = SimpleNamespace(name_style=name_style, count=60)
+    shape = SimpleNamespace(loyalty=3.0, home_share=0.97, history_days=2500, columns=[])
+    return SimpleNamespace(
+        parties=shape,
+        regions=list(regions),
+        entity=lambda kind: party,
+        timeline=SimpleNamespace(periods=200),
+    )
+
+
+def test_parties_live_where_the_units_are_and_people_are_never_booked_all_day():
+    """HR worlds had a region with half the sites and a fifth of the employees (events per party p99/median
+    9.3 against 3.3 simulated, check 8c) and employees with 12 shifts a day (check 8e)."""
+    from faker import Faker
+
+    from worldgen import entities
+
+    rng = np.random.default_rng(0)
+    contract = _party_world("person")
+    units = {"region": np.array(["North"] * 6 + ["South"] * 1, dtype=object)}
+    parties = entities._parties(contract, Faker(), rng, entities._region_weights(contract, units))
+    north = float(np.mean(parties["region"] == "North"))
+    assert 0.7 < north < 0.95, north  # about 6/7 of the parties, not half
+    day = np.repeat(np.arange(200), 70)  # 70 shifts a day for 60 people: busy, but feasible
+    unit_region = units["region"][rng.integers(7, size=day.size)]
+    party = entities._parties_for(contract, unit_region, day, parties, rng)
+    _, per_day = np.unique(party * 1000 + day, return_counts=True)
+    busy = per_day[per_day > rr.PERSON_DAY_MAX].sum() / day.size
+    assert busy <= rr.BUSY_SHARE_MAX, busy
+    companies = entities._parties_for(_party_world("company"), unit_region, day, parties, rng)
+    assert np.unique(companies * 1000 + day, return_counts=True)[1].max() > entities.PERSON_DAY_CAP  # no cap
