@@ -5,7 +5,8 @@ per variables-system a daily file, a change log (for policy-only systems) and/or
 data dictionary per system describing each of its columns in its own words. Each system draws, from the
 `plan` stream, its column case, its names for every measure (from the pack's aliases), its key template and
 date style, and how it identifies units: the master's code in its own format, an id of its own (mapped in
-the master), or the unit's name.
+the master), or the unit's name. How many systems a world holds is drawn too (`_spread_over_systems`): some
+merge, some hand variables to a spare system of the pack, so worlds hold 4 to 10 systems, not always 8.
 """
 
 from __future__ import annotations
