@@ -125,7 +125,7 @@ def plan_deliverables(pack: DomainPack, contract: Contract, rng: np.random.Gener
 def _spread_over_systems(pack: DomainPack, contract: Contract, rng: np.random.Generator) -> None:
     """How many systems this world's variables live in: real worlds hold 4 to 12. A target number of
     variables-systems is drawn; systems are merged (one reports what another did) or a system hands part of
-    its daily variables to a spare system of the pack (one with no variables of its own) until the target
+    its panel variables to a spare system of the pack (one with no variables of its own) until the target
     is met or no move fits. Each variable stays in exactly one system, so every phenomenon stays observable."""
     by_name = {s.name: s for s in pack.systems if s.holds == "variables"}
     homes = {name: [v for v in contract.variables if v.system == name] for name in by_name}
@@ -136,7 +136,7 @@ def _spread_over_systems(pack: DomainPack, contract: Contract, rng: np.random.Ge
         if not moves:
             break
         source, sink, moved = moves[int(rng.integers(len(moves)))]
-        moved = moved if moved is not None else _half(homes[source], rng)
+        moved = moved if moved is not None else _some(homes[source], rng)
         for v in moved:
             v.system = sink
         homes = {name: [v for v in contract.variables if v.system == name] for name in by_name}
@@ -171,14 +171,15 @@ def _merges(by_name, homes, used) -> list[tuple[str, str, list[Variable] | None]
 
 def _splits(by_name, homes, used) -> list[tuple[str, str, None]]:
     """(giving, spare) for every used system with two or more panel variables and every spare system that
-    could report them; which half moves is drawn when the move is chosen."""
+    could report them; which of them move is drawn when the move is chosen."""
     spares = [n for n in sorted(by_name) if not homes[n]]
     givers = [a for a in used if sum(v.grain == "panel" for v in homes[a]) >= SPLIT_MIN_PANEL]
-    return [(a, b, None) for a in givers for b in spares if _fits(by_name[b], homes[a])]
+    daily = {a: [v for v in homes[a] if v.grain == "panel"] for a in givers}
+    return [(a, b, None) for a in givers for b in spares if _fits(by_name[b], daily[a])]
 
 
-def _half(variables: list[Variable], rng: np.random.Generator) -> list[Variable]:
-    """About half of a system's panel variables (at least one, never all)."""
+def _some(variables: list[Variable], rng: np.random.Generator) -> list[Variable]:
+    """Some of a system's panel variables: at least one moves, at least one stays."""
     panel = [v for v in variables if v.grain == "panel"]
     k = int(rng.integers(1, len(panel)))
     return [panel[i] for i in sorted(rng.choice(len(panel), k, replace=False))]
