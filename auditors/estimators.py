@@ -59,6 +59,16 @@ class Estimator:
         """Column k is features(model, e, candidates[k])[rows, 0], computed on those rows only."""
         raise NotImplementedError
 
+    # size: a scan's inputs (the rows, the other features' orthonormal basis, the residual) are all needed
+    def sums(self, model: ChildModel, e: Edge, candidates: np.ndarray, rows: np.ndarray, q: np.ndarray, ry: np.ndarray):
+        """What a scan scores each candidate's column F on `rows` by: (F'ry, Q'F, F'F)."""
+        return projections(self.columns(model, e, candidates, rows), q, ry)
+
+
+def projections(F: np.ndarray, q: np.ndarray, ry: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(F'ry, Q'F, F'F) of every column of F at once."""
+    return F.T @ ry, q.T @ F, np.einsum("ij,ij->j", F, F)
+
 
 class Monotone(Estimator):
     kind = "monotone"
@@ -81,6 +91,18 @@ class Threshold(Estimator):
 
     def columns(self, model, e, candidates, rows):
         return (model.x(e)[rows][:, None] > candidates[None, :]).astype(float)
+
+    def sums(self, model, e, candidates, rows, q, ry):
+        # A step's column is 1 on the rows whose parent lies above the candidate, so its products with ry and
+        # Q are sums over those rows: one cumulative sum over the rows sorted by the parent, read at each
+        # candidate, gives them all (no rows x candidates matrix). Equal columns give equal sums, as before.
+        x = model.x(e)[rows]
+        order = np.argsort(x, kind="stable")
+        above = np.searchsorted(x[order], candidates, side="right")  # the first sorted row above each candidate
+        tail = np.cumsum(np.column_stack([ry, q])[order][::-1], axis=0)[::-1]  # sums from each row to the top
+        tail = np.vstack([tail, np.zeros((1, tail.shape[1]))])  # nothing lies above the largest value
+        at = tail[above]
+        return at[:, 0], at[:, 1:].T, (len(x) - above).astype(float)
 
     def candidates(self, model, e):  # midpoints between observed levels: a step between two levels sits halfway
         levels = np.unique(np.nanquantile(model.x(e), THRESHOLD_QUANTILES))
@@ -135,6 +157,20 @@ class Lag(Estimator):
         lagged[:, lag:] = known[:, : panel.shape[1] - lag] if lag else known
         lagged = np.where(np.isnan(lagged), mean, lagged)
         return lagged[rows.unit_index, rows.day][:, None]
+
+    def finite_rows(self, model, e, candidates):  # a lagged value is the cause's or its mean: finite if the mean is
+        panel = model.rows.panels.get(e.parent)
+        if panel is None or not np.isfinite(np.nanmean(panel)):
+            return None
+        return np.ones(len(model.rows.y), dtype=bool)
+
+    def columns(self, model, e, candidates, rows):  # what `features` reads, for every lag at once
+        rows_, panel = model.rows, model.rows.panels[e.parent]
+        mean = np.nanmean(panel)
+        known = model.carried(e.parent) if model.is_root(e.parent) else panel
+        day = rows_.day[rows][:, None] - candidates.astype(np.int64)[None, :]
+        values = np.where(day >= 0, known[rows_.unit_index[rows][:, None], np.maximum(day, 0)], mean)
+        return np.where(np.isnan(values), mean, values)
 
     def candidates(self, model, e):
         return np.arange(0, MAX_LAG + 1, dtype=float)
