@@ -246,13 +246,21 @@ def read_csv(path: Path) -> pl.DataFrame:
     any other mix, or any text, makes text), so the distinct values of a column infer what all its rows do.
     In a file without quotes (and carriage returns) a field's text is its value: the file is read as text,
     each column's type inferred by polars itself from its distinct values (its first values first: one
-    text value settles it), and the file read again with those types. A file with quotes is read the plain way."""
+    text value settles it), and the text cast to those types (the values reading the file again with
+    them would give: a number's cast parses its text as the reader does; a file with another type is read
+    again). A file with quotes is read the plain way."""
     data = path.read_bytes()
     if b'"' in data or b"\r" in data:
         return pl.read_csv(data, infer_schema_length=None)
     text = pl.read_csv(data, infer_schema=False)
     schema = {name: _inferred(text[name]) for name in text.columns}
-    return pl.read_csv(data, schema=schema)
+    if not all(dtype in CAST_AS_READ for dtype in schema.values()):  # a text-to-boolean cast does not exist
+        return pl.read_csv(data, schema=schema)
+    return text.with_columns(pl.col(name).cast(dtype) for name, dtype in schema.items() if dtype != pl.String)
+
+
+# Types whose cast from a field's text gives what the CSV reader gives (numbers: both parse them alike).
+CAST_AS_READ = (pl.String, pl.Int64, pl.Float64)
 
 
 def _inferred(column: pl.Series) -> pl.DataType:
