@@ -129,7 +129,9 @@ class Saturation(Estimator):
 
     def columns(self, model, e, candidates, rows):  # the same operations as `features`, one column per scale
         below = -np.maximum(model.x(e)[rows] - e.params["origin"], 0)
-        return -np.expm1(below[:, None] / candidates[None, :])
+        # Computed once per distinct value and spread to the rows: a count (jobs a day) has a few dozen.
+        values, at = np.unique(below, return_inverse=True)
+        return (-np.expm1(values[:, None] / candidates[None, :]))[at.reshape(-1)]
 
     def candidates(self, model, e):
         return (np.nanstd(model.x(e)) or 1.0) * SATURATION_SCALES
