@@ -14,7 +14,7 @@ import jsonschema
 import numpy as np
 import polars as pl
 
-from auditors.worldio import World, key_to_int, parse_time, read_observed, read_text
+from auditors.worldio import World, key_numbers, parse_time, read_observed, read_text
 from contracts.audit import CheckResult
 from contracts.errors import WorldFormatError
 from contracts.hashing import column_sha256, file_sha256
@@ -282,12 +282,12 @@ def read_parsed(world: World, d: Deliverable) -> pl.DataFrame:
 def parse_observed(world: World, d: Deliverable, frame: pl.DataFrame) -> pl.DataFrame:
     """Numeric keys to their numbers, dates to day (or second) offsets, in the dictionary's columns; names
     and UUIDs stay text."""
-    exprs = []
+    exprs: list[pl.Expr | pl.Series] = []
     for c in d.columns:
         if c.name not in frame.columns or c.format is None or is_text_key(c):
             continue
         if template(c) is not None:
-            exprs.append(key_to_int(pl.col(c.name)).alias(c.name))
+            exprs.append(key_numbers(frame[c.name]))
         else:
             seconds = c.source.split(".", 1)[1].endswith("time")
             exprs.append(parse_time(frame, c.name, c.format, world.start, seconds=seconds).cast(pl.Int64).alias(c.name))
