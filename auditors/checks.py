@@ -314,6 +314,21 @@ def _rows(ranges: list[list[int]]) -> np.ndarray:
     return np.concatenate([np.arange(a, b) for a, b in ranges]) if ranges else np.zeros(0, dtype=np.int64)
 
 
+def _variants_restored(column: pl.Series, changes: list) -> pl.Series | None:
+    """A text column with its recorded key variants replaced by their originals in one pass; None unless the
+    column and the record are all text (then `undo` maps each value itself)."""
+    back = {variant: original for original, variant, _how in changes}
+    if column.dtype != pl.String or column.null_count() == column.len() or not back:
+        return None
+    if not all(isinstance(x, str) for pair in back.items() for x in pair):
+        return None
+    present = set(column.unique().to_list())
+    missing = [v for v in back if v not in present]
+    if missing:
+        raise ValueError(f"{column.name} should show the recorded variant {missing[0]!r}, which it never does")
+    return column.replace(list(back), list(back.values()))
+
+
 def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
     """The auditor's own inverse of each recorded defect, applied in reverse order (vectorised)."""
     for r in reversed(records):
@@ -328,6 +343,9 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
             continue
         column = r["column"]
         numeric = frame.schema[column].is_numeric()
+        if kind == "id_variants" and (restored := _variants_restored(frame[column], r["changes"])) is not None:
+            frame = frame.with_columns(restored)
+            continue
         values = (
             frame[column].cast(pl.Float64).to_numpy().copy()
             if numeric

@@ -17,10 +17,10 @@ COLUMNS = {
 }
 
 
-def _read(keys: pl.Series, how) -> pl.Series | str:
+def _read(keys, how):
     try:
         return how(keys)
-    except pl.exceptions.PolarsError as exc:
+    except (pl.exceptions.PolarsError, ValueError) as exc:
         return f"{type(exc).__name__}: {exc}"
 
 
@@ -34,3 +34,29 @@ def test_key_numbers_match_the_regex_reading(name):
     else:
         assert got.name == expected.name and got.dtype == expected.dtype
         assert got.equals(expected, null_equal=True)
+
+
+@pytest.mark.parametrize(
+    "values, changes",
+    [
+        (["A-1", "a1", None, "B-2", "b 2", "a1"], [["A-1", "a1", "lower"], ["B-2", "b 2", "space"]]),
+        (["A-1", "a1", "B-2"], [["A-1", "a1", "lower"], ["B-2", "never", "space"]]),  # a variant never shown
+        (["x", "y"], [["x", "y", "swap"], ["y", "x", "swap"]]),  # replaced at once, not one after the other
+        ([None, None], [["A-1", "a1", "lower"]]),
+        (["x", None], []),  # nothing recorded
+    ],
+)
+def test_undone_key_variants_match_the_value_by_value_mapping(values, changes):
+    from auditors.checks import undo
+
+    frame = pl.DataFrame({"k": values, "n": range(len(values))})
+    record = [{"kind": "id_variants", "column": "k", "changes": changes}]
+    got = _read(frame, lambda f: undo(f, record))
+    column = frame["k"]
+    listed = column.to_list()
+    back = {variant: original for original, variant, _ in changes}
+    if any(v not in set(listed) for v in back):
+        assert isinstance(got, str) or pytest.fail("a variant the column never shows must be refused")
+        return
+    expected = pl.Series("k", [back.get(v, v) for v in listed], strict=False)
+    assert got["k"].dtype == expected.dtype and got["k"].equals(expected, null_equal=True)
