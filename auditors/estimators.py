@@ -216,9 +216,11 @@ class Categorical(Estimator):
     def features(self, model, e, theta):
         codes = model.x(e)
         levels = model.levels[e.parent]
-        # A blank (or unreadable) level is unknown, not the first level: its row leaves the fit.
-        unknown = ~np.isin(codes, np.asarray(levels, dtype=object))
-        return np.column_stack([np.where(unknown, np.nan, codes == lvl) for lvl in levels[1:]])
+        # A blank (or unreadable) level is unknown, not the first level: its row leaves the fit. Each level's
+        # rows found once, and the unknown ones as those of none (what np.isin does for objects, level by level).
+        at = [codes == lvl for lvl in levels]
+        unknown = ~np.logical_or.reduce(at) if at else np.ones(len(codes), dtype=bool)
+        return np.column_stack([np.where(unknown, np.nan, is_level) for is_level in at[1:]])
 
     def statistic(self, model, e, b, theta):
         effects = np.concatenate([[0.0], b])
