@@ -199,6 +199,12 @@ class ChildModel:
         self._features: dict[tuple[str, float | None], np.ndarray] = {}
         self._carried: dict[str, np.ndarray] = {}
         self._x: dict[str, np.ndarray] = {}
+        self._candidates: dict[str, np.ndarray] = {}  # quantiles of the parent: read once, scanned each round
+
+    def candidates(self, e: Edge) -> np.ndarray:
+        if e.parent not in self._candidates:
+            self._candidates[e.parent] = ESTIMATORS[e.kind].candidates(self, e)
+        return self._candidates[e.parent]
 
     def is_root(self, name: str) -> bool:
         return name in self.roots
@@ -243,7 +249,7 @@ class ChildModel:
         scanned = [e for e in self.edges if ESTIMATORS[e.kind].scans]
         for e in scanned:
             estimator = ESTIMATORS[e.kind]
-            self.theta[e.parent] = estimator.start(estimator.candidates(self, e))
+            self.theta[e.parent] = estimator.start(self.candidates(e))
         valid = np.isfinite(self.rows.y) & self.uncensored
         scanned_with: dict[str, tuple] = {}
         for _ in range(SCAN_ROUNDS):
@@ -279,7 +285,7 @@ class ChildModel:
         """The candidate whose features explain the most variance beyond the other edges' (QR projection)."""
         others = np.hstack(self._design(skip=e))
         estimator = ESTIMATORS[e.kind]
-        cands = estimator.candidates(self, e)
+        cands = self.candidates(e)
         ok = valid & np.isfinite(others).all(axis=1)
         # A one-column feature whose finite rows are known beforehand (a step or a curve: where its parent is;
         # a lag: everywhere, its gaps hold the mean) is computed on the scanned rows only, every candidate at
