@@ -42,7 +42,25 @@ def _contract_validator() -> jsonschema.protocols.Validator:
     schema = json.loads(SCHEMA.read_text())
     validator = jsonschema.validators.validator_for(schema)
     validator.check_schema(schema)
-    return validator(schema)
+    return validator(_inlined(schema, schema.get("$defs", {})))
+
+
+def _inlined(node, defs: dict, seen: tuple[str, ...] = ()):
+    """The schema with each local `{"$ref": "#/$defs/X"}` (beside annotations only) replaced by X itself: the
+    same keywords checked in the same order, without resolving a reference at every node of every contract.
+    Anything else (a recursive or foreign reference, a reference beside other keywords) is kept as it is."""
+    if isinstance(node, list):
+        return [_inlined(item, defs, seen) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    name = ref.removeprefix("#/$defs/") if isinstance(ref, str) else None
+    if name in defs and name not in seen and set(node) <= {"$ref", *ANNOTATIONS}:
+        return _inlined(defs[name], defs, (*seen, name))
+    return {k: v if k in ("$defs", "enum", "const", "default") else _inlined(v, defs, seen) for k, v in node.items()}
+
+
+ANNOTATIONS = ("description", "title")  # keywords that validate nothing
 
 
 def check_contract(world: World) -> CheckResult:
