@@ -238,10 +238,16 @@ def _replace(ids: pl.Expr, keys: pl.Series, values: pl.Series) -> pl.Expr:
     """ids.replace_strict(dict(zip(keys, values)), return_dtype=values.dtype): the key and value columns
     passed as they are when the keys are unique and present (the dict would hold the same pairs), instead
     of a dict of every row built in Python."""
-    if keys.null_count() == 0 and not keys.is_duplicated().any():
+    if keys.null_count() == 0 and (_increasing(keys) or not keys.is_duplicated().any()):
         return ids.replace_strict(keys, values, return_dtype=values.dtype)
     lookup = dict(zip(keys.to_list(), values.to_list(), strict=True))
     return ids.replace_strict(lookup, return_dtype=values.dtype)
+
+
+def _increasing(keys: pl.Series) -> bool:
+    """Integer ids in strictly increasing order (a table's ids usually are): none repeats, seen in one pass
+    instead of hashing them all."""
+    return keys.dtype == pl.Int64 and bool((keys.diff().drop_nulls() > 0).all())
 
 
 def _table_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
