@@ -162,7 +162,8 @@ class Lag(Estimator):
 
     def finite_rows(self, model, e, candidates):  # a lagged value is the cause's or its mean: finite if the mean is
         panel = model.rows.panels.get(e.parent)
-        if panel is None or not np.isfinite(np.nanmean(panel)):
+        # (a lag longer than the timeline is left to `features`, which refuses it)
+        if panel is None or not np.isfinite(np.nanmean(panel)) or np.max(candidates, initial=0) > panel.shape[1]:
             return None
         return np.ones(len(model.rows.y), dtype=bool)
 
@@ -170,7 +171,8 @@ class Lag(Estimator):
         rows_, panel = model.rows, model.rows.panels[e.parent]
         mean = np.nanmean(panel)
         known = model.carried(e.parent) if model.is_root(e.parent) else panel
-        day = rows_.day[rows][:, None] - candidates.astype(np.int64)[None, :]
+        # A day before the timeline reads from its end, as indexing the lagged panel by it does.
+        day = (rows_.day[rows] % panel.shape[1])[:, None] - candidates.astype(np.int64)[None, :]
         values = np.where(day >= 0, known[rows_.unit_index[rows][:, None], np.maximum(day, 0)], mean)
         return np.where(np.isnan(values), mean, values)
 
