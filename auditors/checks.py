@@ -14,7 +14,7 @@ import jsonschema
 import numpy as np
 import polars as pl
 
-from auditors.worldio import World, key_to_int, parse_time, read_observed, read_text
+from auditors.worldio import World, key_numbers, parse_time, read_observed, read_text
 from contracts.audit import CheckResult
 from contracts.errors import WorldFormatError
 from contracts.hashing import column_sha256, file_sha256
@@ -42,7 +42,25 @@ def _contract_validator() -> jsonschema.protocols.Validator:
     schema = json.loads(SCHEMA.read_text())
     validator = jsonschema.validators.validator_for(schema)
     validator.check_schema(schema)
-    return validator(schema)
+    return validator(_inlined(schema, schema.get("$defs", {})))
+
+
+def _inlined(node, defs: dict, seen: tuple[str, ...] = ()):
+    """The schema with each local `{"$ref": "#/$defs/X"}` (beside annotations only) replaced by X itself: the
+    same keywords checked in the same order, without resolving a reference at every node of every contract.
+    Anything else (a recursive or foreign reference, a reference beside other keywords) is kept as it is."""
+    if isinstance(node, list):
+        return [_inlined(item, defs, seen) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    name = ref.removeprefix("#/$defs/") if isinstance(ref, str) else None
+    if name in defs and name not in seen and set(node) <= {"$ref", *ANNOTATIONS}:
+        return _inlined(defs[name], defs, (*seen, name))
+    return {k: v if k in ("$defs", "enum", "const", "default") else _inlined(v, defs, seen) for k, v in node.items()}
+
+
+ANNOTATIONS = ("description", "title")  # keywords that validate nothing
 
 
 def check_contract(world: World) -> CheckResult:
@@ -93,17 +111,24 @@ def _tolerance_is_a_finding(ph, contract: Contract) -> bool:
     return tolerance_is_a_finding(ph.statistic, ph.target, ph.tolerance, parent_sd)
 
 
+def _hasher(root: Path):
+    """A file's SHA-256 by its name in the world, each file hashed once (world.json and the projection step
+    list the same observed files)."""
+    return functools.cache(lambda rel: file_sha256(root / rel))
+
+
 def check_ledger(world: World) -> CheckResult:
     """Recorded hashes match the files, steps run in layer order, no step changed its parents."""
     contract = world.contract
     assert contract is not None
     problems: list[str] = []
     listed = world.meta.get("files", {})
+    sha256 = _hasher(world.path)
     for rel, digest in listed.items():
         path = world.path / rel
         if not path.is_file():
             problems.append(f"{rel} listed in world.json is missing")
-        elif file_sha256(path) != digest:
+        elif sha256(rel) != digest:
             problems.append(f"{rel} does not match its hash in world.json")
     on_disk = {p.relative_to(world.path).as_posix() for p in world.path.rglob("*") if p.is_file()}
     # audit.json and an interrupted audit's temporary file (.audit.json.<pid>-<hex>.tmp) are the auditor's own.
@@ -124,7 +149,7 @@ def check_ledger(world: World) -> CheckResult:
     for record in ledger:
         if record.get("name") == "projection":
             for rel, digest in record.get("outputs", {}).items():
-                if not (world.path / rel).is_file() or file_sha256(world.path / rel) != digest:
+                if not (world.path / rel).is_file() or sha256(rel) != digest:
                     problems.append(f"projection output {rel} does not match the ledger")
             continue
         for name, digest in record.get("inputs", {}).items():
@@ -213,10 +238,16 @@ def _replace(ids: pl.Expr, keys: pl.Series, values: pl.Series) -> pl.Expr:
     """ids.replace_strict(dict(zip(keys, values)), return_dtype=values.dtype): the key and value columns
     passed as they are when the keys are unique and present (the dict would hold the same pairs), instead
     of a dict of every row built in Python."""
-    if keys.null_count() == 0 and not keys.is_duplicated().any():
+    if keys.null_count() == 0 and (_increasing(keys) or not keys.is_duplicated().any()):
         return ids.replace_strict(keys, values, return_dtype=values.dtype)
     lookup = dict(zip(keys.to_list(), values.to_list(), strict=True))
     return ids.replace_strict(lookup, return_dtype=values.dtype)
+
+
+def _increasing(keys: pl.Series) -> bool:
+    """Integer ids in strictly increasing order (a table's ids usually are): none repeats, seen in one pass
+    instead of hashing them all."""
+    return keys.dtype == pl.Int64 and bool((keys.diff().drop_nulls() > 0).all())
 
 
 def _table_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -282,12 +313,12 @@ def read_parsed(world: World, d: Deliverable) -> pl.DataFrame:
 def parse_observed(world: World, d: Deliverable, frame: pl.DataFrame) -> pl.DataFrame:
     """Numeric keys to their numbers, dates to day (or second) offsets, in the dictionary's columns; names
     and UUIDs stay text."""
-    exprs = []
+    exprs: list[pl.Expr | pl.Series] = []
     for c in d.columns:
         if c.name not in frame.columns or c.format is None or is_text_key(c):
             continue
         if template(c) is not None:
-            exprs.append(key_to_int(pl.col(c.name)).alias(c.name))
+            exprs.append(key_numbers(frame[c.name]))
         else:
             seconds = c.source.split(".", 1)[1].endswith("time")
             exprs.append(parse_time(frame, c.name, c.format, world.start, seconds=seconds).cast(pl.Int64).alias(c.name))
@@ -307,6 +338,21 @@ def _rows(ranges: list[list[int]]) -> np.ndarray:
     return np.concatenate([np.arange(a, b) for a, b in ranges]) if ranges else np.zeros(0, dtype=np.int64)
 
 
+def _variants_restored(column: pl.Series, changes: list) -> pl.Series | None:
+    """A text column with its recorded key variants replaced by their originals in one pass; None unless the
+    column and the record are all text (then `undo` maps each value itself)."""
+    back = {variant: original for original, variant, _how in changes}
+    if column.dtype != pl.String or column.null_count() == column.len() or not back:
+        return None
+    if not all(isinstance(x, str) for pair in back.items() for x in pair):
+        return None
+    present = set(column.unique().to_list())
+    missing = [v for v in back if v not in present]
+    if missing:
+        raise ValueError(f"{column.name} should show the recorded variant {missing[0]!r}, which it never does")
+    return column.replace(list(back), list(back.values()))
+
+
 def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
     """The auditor's own inverse of each recorded defect, applied in reverse order (vectorised)."""
     for r in reversed(records):
@@ -321,6 +367,9 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
             continue
         column = r["column"]
         numeric = frame.schema[column].is_numeric()
+        if kind == "id_variants" and (restored := _variants_restored(frame[column], r["changes"])) is not None:
+            frame = frame.with_columns(restored)
+            continue
         values = (
             frame[column].cast(pl.Float64).to_numpy().copy()
             if numeric

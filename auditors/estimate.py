@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from auditors.dataset import Dataset
-from auditors.estimators import ESTIMATORS, carry_forward
+from auditors.estimators import ESTIMATORS, carry_forward, projections
 from contracts.calendar import date_factors, months, weekdays
 from contracts.model import Contract, Edge
 
@@ -199,6 +199,12 @@ class ChildModel:
         self._features: dict[tuple[str, float | None], np.ndarray] = {}
         self._carried: dict[str, np.ndarray] = {}
         self._x: dict[str, np.ndarray] = {}
+        self._candidates: dict[str, np.ndarray] = {}  # quantiles of the parent: read once, scanned each round
+
+    def candidates(self, e: Edge) -> np.ndarray:
+        if e.parent not in self._candidates:
+            self._candidates[e.parent] = ESTIMATORS[e.kind].candidates(self, e)
+        return self._candidates[e.parent]
 
     def is_root(self, name: str) -> bool:
         return name in self.roots
@@ -243,7 +249,7 @@ class ChildModel:
         scanned = [e for e in self.edges if ESTIMATORS[e.kind].scans]
         for e in scanned:
             estimator = ESTIMATORS[e.kind]
-            self.theta[e.parent] = estimator.start(estimator.candidates(self, e))
+            self.theta[e.parent] = estimator.start(self.candidates(e))
         valid = np.isfinite(self.rows.y) & self.uncensored
         scanned_with: dict[str, tuple] = {}
         for _ in range(SCAN_ROUNDS):
@@ -279,11 +285,11 @@ class ChildModel:
         """The candidate whose features explain the most variance beyond the other edges' (QR projection)."""
         others = np.hstack(self._design(skip=e))
         estimator = ESTIMATORS[e.kind]
-        cands = estimator.candidates(self, e)
+        cands = self.candidates(e)
         ok = valid & np.isfinite(others).all(axis=1)
-        # A one-column feature known to be finite exactly where its parent is (a step, a curve) is computed on
-        # the scanned rows only, every candidate at once; any other on every row, so that every candidate is
-        # scored on the same rows (a lag moves where the gaps are).
+        # A one-column feature whose finite rows are known beforehand (a step or a curve: where its parent is;
+        # a lag: everywhere, its gaps hold the mean) is computed on the scanned rows only, every candidate at
+        # once; any other on every row, so that every candidate is scored on the same rows.
         finite = estimator.finite_rows(self, e, cands) if self.window is None else None
         blocks = None
         if finite is not None:
@@ -304,12 +310,11 @@ class ChildModel:
             # One extra column per candidate: its explained variance is (f.ry)^2 / (f.f - |Q'f|^2), since ry is
             # already orthogonal to Q; one matrix product scores every candidate at once.
             if blocks is None:
-                F = estimator.columns(self, e, cands, idx)
+                fry, qf, ff = estimator.sums(self, e, cands, idx, q, ry)
             else:
-                F = np.column_stack([b[idx, 0] for b in blocks])
-            qf = q.T @ F
-            denom = np.einsum("ij,ij->j", F, F) - np.einsum("ij,ij->j", qf, qf)
-            scores = np.where(denom > 1e-12, (F.T @ ry) ** 2 / np.maximum(denom, 1e-12), -np.inf)
+                fry, qf, ff = projections(np.column_stack([b[idx, 0] for b in blocks]), q, ry)
+            denom = ff - np.einsum("ij,ij->j", qf, qf)
+            scores = np.where(denom > 1e-12, fry**2 / np.maximum(denom, 1e-12), -np.inf)
             return float(cands[int(np.argmax(scores))])
         best, best_score = self.theta[e.parent], -np.inf
         for cand, block in zip(cands, blocks, strict=True):  # blocks is set here: a fast scan has one column

@@ -59,6 +59,16 @@ class Estimator:
         """Column k is features(model, e, candidates[k])[rows, 0], computed on those rows only."""
         raise NotImplementedError
 
+    # size: a scan's inputs (the rows, the other features' orthonormal basis, the residual) are all needed
+    def sums(self, model: ChildModel, e: Edge, candidates: np.ndarray, rows: np.ndarray, q: np.ndarray, ry: np.ndarray):
+        """What a scan scores each candidate's column F on `rows` by: (F'ry, Q'F, F'F)."""
+        return projections(self.columns(model, e, candidates, rows), q, ry)
+
+
+def projections(F: np.ndarray, q: np.ndarray, ry: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(F'ry, Q'F, F'F) of every column of F at once."""
+    return F.T @ ry, q.T @ F, np.einsum("ij,ij->j", F, F)
+
 
 class Monotone(Estimator):
     kind = "monotone"
@@ -81,6 +91,18 @@ class Threshold(Estimator):
 
     def columns(self, model, e, candidates, rows):
         return (model.x(e)[rows][:, None] > candidates[None, :]).astype(float)
+
+    def sums(self, model, e, candidates, rows, q, ry):
+        # A step's column is 1 on the rows whose parent lies above the candidate, so its products with ry and
+        # Q are sums over those rows: one cumulative sum over the rows sorted by the parent, read at each
+        # candidate, gives them all (no rows x candidates matrix). Equal columns give equal sums, as before.
+        x = model.x(e)[rows]
+        order = np.argsort(x, kind="stable")
+        above = np.searchsorted(x[order], candidates, side="right")  # the first sorted row above each candidate
+        tail = np.cumsum(np.column_stack([ry, q])[order][::-1], axis=0)[::-1]  # sums from each row to the top
+        tail = np.vstack([tail, np.zeros((1, tail.shape[1]))])  # nothing lies above the largest value
+        at = tail[above]
+        return at[:, 0], at[:, 1:].T, (len(x) - above).astype(float)
 
     def candidates(self, model, e):  # midpoints between observed levels: a step between two levels sits halfway
         levels = np.unique(np.nanquantile(model.x(e), THRESHOLD_QUANTILES))
@@ -107,7 +129,9 @@ class Saturation(Estimator):
 
     def columns(self, model, e, candidates, rows):  # the same operations as `features`, one column per scale
         below = -np.maximum(model.x(e)[rows] - e.params["origin"], 0)
-        return -np.expm1(below[:, None] / candidates[None, :])
+        # Computed once per distinct value and spread to the rows: a count (jobs a day) has a few dozen.
+        values, at = np.unique(below, return_inverse=True)
+        return (-np.expm1(values[:, None] / candidates[None, :]))[at.reshape(-1)]
 
     def candidates(self, model, e):
         return (np.nanstd(model.x(e)) or 1.0) * SATURATION_SCALES
@@ -135,6 +159,22 @@ class Lag(Estimator):
         lagged[:, lag:] = known[:, : panel.shape[1] - lag] if lag else known
         lagged = np.where(np.isnan(lagged), mean, lagged)
         return lagged[rows.unit_index, rows.day][:, None]
+
+    def finite_rows(self, model, e, candidates):  # a lagged value is the cause's or its mean: finite if the mean is
+        panel = model.rows.panels.get(e.parent)
+        # (a lag longer than the timeline is left to `features`, which refuses it)
+        if panel is None or not np.isfinite(np.nanmean(panel)) or np.max(candidates, initial=0) > panel.shape[1]:
+            return None
+        return np.ones(len(model.rows.y), dtype=bool)
+
+    def columns(self, model, e, candidates, rows):  # what `features` reads, for every lag at once
+        rows_, panel = model.rows, model.rows.panels[e.parent]
+        mean = np.nanmean(panel)
+        known = model.carried(e.parent) if model.is_root(e.parent) else panel
+        # A day before the timeline reads from its end, as indexing the lagged panel by it does.
+        day = (rows_.day[rows] % panel.shape[1])[:, None] - candidates.astype(np.int64)[None, :]
+        values = np.where(day >= 0, known[rows_.unit_index[rows][:, None], np.maximum(day, 0)], mean)
+        return np.where(np.isnan(values), mean, values)
 
     def candidates(self, model, e):
         return np.arange(0, MAX_LAG + 1, dtype=float)
@@ -178,9 +218,11 @@ class Categorical(Estimator):
     def features(self, model, e, theta):
         codes = model.x(e)
         levels = model.levels[e.parent]
-        # A blank (or unreadable) level is unknown, not the first level: its row leaves the fit.
-        unknown = ~np.isin(codes, np.asarray(levels, dtype=object))
-        return np.column_stack([np.where(unknown, np.nan, codes == lvl) for lvl in levels[1:]])
+        # A blank (or unreadable) level is unknown, not the first level: its row leaves the fit. Each level's
+        # rows found once, and the unknown ones as those of none (what np.isin does for objects, level by level).
+        at = [codes == lvl for lvl in levels]
+        unknown = ~np.logical_or.reduce(at) if at else np.ones(len(codes), dtype=bool)
+        return np.column_stack([np.where(unknown, np.nan, is_level) for is_level in at[1:]])
 
     def statistic(self, model, e, b, theta):
         effects = np.concatenate([[0.0], b])

@@ -246,13 +246,21 @@ def read_csv(path: Path) -> pl.DataFrame:
     any other mix, or any text, makes text), so the distinct values of a column infer what all its rows do.
     In a file without quotes (and carriage returns) a field's text is its value: the file is read as text,
     each column's type inferred by polars itself from its distinct values (its first values first: one
-    text value settles it), and the file read again with those types. A file with quotes is read the plain way."""
+    text value settles it), and the text cast to those types (the values reading the file again with
+    them would give: a number's cast parses its text as the reader does; a file with another type is read
+    again). A file with quotes is read the plain way."""
     data = path.read_bytes()
     if b'"' in data or b"\r" in data:
         return pl.read_csv(data, infer_schema_length=None)
     text = pl.read_csv(data, infer_schema=False)
     schema = {name: _inferred(text[name]) for name in text.columns}
-    return pl.read_csv(data, schema=schema)
+    if not all(dtype in CAST_AS_READ for dtype in schema.values()):  # a text-to-boolean cast does not exist
+        return pl.read_csv(data, schema=schema)
+    return text.with_columns(pl.col(name).cast(dtype) for name, dtype in schema.items() if dtype != pl.String)
+
+
+# Types whose cast from a field's text gives what the CSV reader gives (numbers: both parse them alike).
+CAST_AS_READ = (pl.String, pl.Int64, pl.Float64)
 
 
 def _inferred(column: pl.Series) -> pl.DataType:
@@ -290,6 +298,28 @@ def read_text(world: World, file: str) -> str:
 def key_to_int(expr: pl.Expr) -> pl.Expr:
     """R-0012, r12, RES_012, 12 -> 12: systems disagree on prefixes and padding, never on the number."""
     return expr.cast(pl.String).str.extract(r"(\d+)\s*$").cast(pl.Int64)
+
+
+KEY_SAMPLE = 1024  # a key column's first rows show whether its keys repeat
+KEY_REPEATS = 4  # keys read once per distinct key when the first rows repeat each key this often on average
+INT64_MIN = -(2**63)
+
+
+def key_numbers(keys: pl.Series) -> pl.Series:
+    """`key_to_int` of a column (named as it), with less work: an integer key's text is its digits after an
+    optional minus sign, so its number is its magnitude; a text key that repeats (a unit's key on each of
+    its thousands of rows) is read once per distinct key (the regex is most of parsing a file)."""
+    if keys.dtype == pl.Int64 and (keys.min() is None or keys.min() > INT64_MIN):  # |min| fits in an Int64
+        return keys.abs()
+    sample = keys.head(KEY_SAMPLE)
+    if keys.dtype == pl.String and sample.n_unique() * KEY_REPEATS <= sample.len():
+        try:
+            numbers = keys.unique().to_frame().with_columns(key_to_int(pl.col(keys.name)).alias("number"))
+            on_rows = keys.to_frame().join(numbers, on=keys.name, how="left", maintain_order="left", nulls_equal=True)
+            return on_rows["number"].alias(keys.name)
+        except pl.exceptions.PolarsError:  # a key too large for a number: raised below, worded as for every row
+            pass
+    return keys.to_frame().select(key_to_int(pl.col(keys.name))).to_series()
 
 
 def parse_time(frame: pl.DataFrame, column: str, style: str, start: dt.date, seconds: bool) -> pl.Expr:

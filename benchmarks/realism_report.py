@@ -36,7 +36,7 @@ from faker.providers.lorem.en_US import Provider as _EnglishLorem
 from auditors.checks import parse_observed
 from auditors.dataset import Dataset, UnitKeys, from_observed, merge_renamed_columns
 from auditors.worldio import World, is_world_dir, key_to_int, load_world, normalise, read_observed, read_text
-from contracts.calendar import date_factors, offsets, open_for_all, weekdays
+from contracts.calendar import date_factors, levels, open_for_all, weekdays
 from contracts.keys import is_text_key, template
 from contracts.model import Contract, Deliverable, Variable
 from worldgen.packs import builtin_packs
@@ -215,8 +215,9 @@ class Files:
         self.start = c.timeline.start
         self.open_all = open_for_all(c.calendar, self.start, self.periods)
         self.weekday = weekdays(self.start, self.periods)
-        level = np.maximum(1.0 + offsets(c.calendar, self.start, self.periods).sum(axis=1), 0.0)
-        self.level = level * self.open_all  # the calendar's expected activity per unit-day, 0 when closed
+        self.level = (
+            levels(c.calendar, self.start, self.periods) * self.open_all
+        )  # the calendar's expected activity per unit-day, 0 when closed
 
     @cached_property
     def frames(self) -> list[tuple[Deliverable, pl.DataFrame]]:

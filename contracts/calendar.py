@@ -1,9 +1,10 @@
 """What a contract's calendar means, day by day: one definition for the generator and the auditor.
 
-Activity on a day is the mean level plus three additive calendar offsets, each relative to the nominal
-level: the weekday's (`weekly[wd] - 1`), the month's (`monthly[m] - 1`) and the dated events' (product of
-the factors of the holidays and events covering the day, minus 1). A day is closed for everyone when its
-weekday, its month or one of its dates has a factor of 0.
+Activity on a day is the nominal level times the calendar's level of that day: the weekday's factor
+(`weekly[wd]`) times the month's (`monthly[m]`) times the factors of the holidays and events covering the
+day. Multiplying, not adding: a unit that is busy on weekdays is busy in proportion on a Sunday at a tenth
+of the volume, as real operations are. A day is closed for everyone when its weekday, its month or one of
+its dates has a factor of 0.
 """
 
 from __future__ import annotations
@@ -63,8 +64,23 @@ def _days_of_year(start: str, periods: int) -> np.ndarray:
     return out
 
 
+def easter(year: int) -> dt.date:
+    """Western (Gregorian) Easter Sunday: the anonymous Gregorian algorithm (Meeus/Jones/Butcher)."""
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = divmod(b, 4)
+    g = (8 * b + 13) // 25
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = divmod(c, 4)
+    weekday_shift = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 19 * weekday_shift) // 433
+    month = (h + weekday_shift - 7 * m + 90) // 25
+    return dt.date(year, month, (h + weekday_shift - 7 * m + 33 * month + 19) % 32)
+
+
 def resolve(effect: DateEffect, year: int) -> dt.date:
-    """The first day an effect covers in a given year (MM-DD, or the n-th weekday of the month)."""
+    """The first day an effect covers in a given year (MM-DD, the n-th weekday of the month, or Easter)."""
+    if effect.date == "easter":
+        return easter(year) + dt.timedelta(days=effect.offset)
     month, rest = int(effect.date[:2]), effect.date[3:]
     if rest.isdigit():
         day = dt.date(year, month, min(int(rest), monthrange(year, month)[1]))
@@ -91,12 +107,11 @@ def date_factors(calendar: Calendar, start: str, periods: int) -> np.ndarray:
     return factors
 
 
-def offsets(calendar: Calendar, start: str, periods: int) -> np.ndarray:
-    """(periods, 3): the weekday, month and dated-event offsets of each day, relative to the nominal level."""
-    weekly = np.asarray(calendar.weekly)[weekdays(start, periods)] - 1.0
-    monthly = np.asarray(calendar.monthly)[months(start, periods)] - 1.0
-    dated = date_factors(calendar, start, periods) - 1.0
-    return np.column_stack([weekly, monthly, dated])
+def levels(calendar: Calendar, start: str, periods: int) -> np.ndarray:
+    """The calendar's activity level per day relative to the nominal level (0 on a closed day)."""
+    weekly = np.asarray(calendar.weekly)[weekdays(start, periods)]
+    monthly = np.asarray(calendar.monthly)[months(start, periods)]
+    return weekly * monthly * date_factors(calendar, start, periods)
 
 
 def open_for_all(calendar: Calendar, start: str, periods: int) -> np.ndarray:

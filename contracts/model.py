@@ -20,7 +20,7 @@ from contracts.safeio import MIB, read_json
 
 MAX_CONTRACT_BYTES = 16 * MIB  # ours are ~40 KiB
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"  # 2.1: calendars localised to the persona's country (country, holidays, seasonal)
 MECHANISM_KINDS = (
     "monotone",
     "threshold",
@@ -118,16 +118,31 @@ class Peak(_Model):
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 
 
-class DateEffect(_Model):
-    """A holiday or seasonal event: `date` is MM-DD, or MM-<weekday><n> for the n-th weekday of the month
-    (e.g. 11-thu4 for the fourth Thursday of November), shifted by `offset` days and lasting `days`.
-    `factor` scales activity: 0 closes units, 0.5 halves activity, 3 triples it."""
+DATE_RULE = r"^(easter|(0[1-9]|1[0-2])-((0[1-9]|[12][0-9]|3[01])|(mon|tue|wed|thu|fri|sat|sun)[1-5]))$"
 
-    date: str = Field(pattern=r"^(0[1-9]|1[0-2])-((0[1-9]|[12][0-9]|3[01])|(mon|tue|wed|thu|fri|sat|sun)[1-5])$")
+
+class DateEffect(_Model):
+    """A holiday or seasonal event: `date` is MM-DD, MM-<weekday><n> for the n-th weekday of the month
+    (e.g. 11-thu4 for the fourth Thursday of November; n = 5 is the last), or `easter` (Western Easter
+    Sunday), shifted by `offset` days and lasting `days`. `factor` scales activity: 0 closes units, 0.5
+    halves activity, 3 triples it. In a pack, `countries` limits an event to some countries (ISO codes) and
+    a `seasonal` event follows the seasons (half a year later in the southern hemisphere)."""
+
+    date: str = Field(pattern=DATE_RULE)
     name: str
     factor: float = Field(ge=0)
-    offset: int = 0
+    offset: int = Field(default=0, ge=-60, le=60)
     days: int = Field(default=1, ge=1, le=31)
+    countries: list[str] = Field(default_factory=list)
+    seasonal: bool = False
+
+
+class HolidayResponse(_Model):
+    """How a domain's activity responds to its country's public holidays: the factor on a major holiday
+    (when nearly everything closes: New Year, Christmas, the national day) and on the others."""
+
+    major: float = Field(ge=0)
+    minor: float = Field(ge=0)
 
 
 class Calendar(_Model):
@@ -143,6 +158,9 @@ class Calendar(_Model):
     openings: float = Field(default=0.0, ge=0, le=0.5, description="units that open during the timeline")
     closures: float = Field(default=0.0, ge=0, le=0.5, description="units that close during the timeline")
     outages: float = Field(default=0.0, ge=0, le=0.05, description="unit-days a unit is down (no activity, no rows)")
+    holidays: HolidayResponse | None = Field(default=None, description="response to the country's public holidays")
+    seasonal_months: bool = Field(default=False, description="monthly follows the seasons (flips in the south)")
+    country: str | None = Field(default=None, description="ISO code of the country whose holidays `dates` hold")
 
 
 class Climate(_Model):

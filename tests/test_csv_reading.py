@@ -24,6 +24,7 @@ CASES = {
     "header only": "a,b,c\n",
     "quoted": 'a,b\n"1",2\n"x, y",3\n',
     "dates": "d\n" + "2025-01-02\n" * 80 + "2025-01-03 10:00:00\n",
+    "long decimals": "a\n" + "".join(f"{i / 7:.17g}\n{i * 1e-300:.17g}\n" for i in range(-50, 50)) + "-0.0\n",
 }
 
 

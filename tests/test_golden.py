@@ -24,9 +24,9 @@ from worldgen.write import write_world
 # sha256 over the sorted lines "<relative path>\0<sha256 of the file>\n" of contract.json, ledger.jsonl,
 # projection.json, canonical/ and observed/ (everything synthesis writes; the audit and tasks follow from them).
 GOLDEN = {
-    "small": "833e3f1a5d00c1147d2b69d59772ee6bc8af05f203504d1e43c0d5e3e20023c4",
-    "default": "4918bb3b70a07b83412ce94f072d6ae9feea895d7019c20053eeb96dfb5bf0be",
-    "large": "4cfa8e9d366adbad741ef9f319b3816b3f0eb7ba8d21322889c9afdc9571100f",
+    "small": "cf9db5748eb4906d81e42029c59051aca59bb998eb454c65bcbf29910b616207",
+    "default": "0566dd7b2725a751932f6bb86e8c8dfdef28faa9da4ff85d70d94dcd72f0f2a5",
+    "large": "4a1d3244e400521a013ff201f26b45b22904f1fb0de0387b24067af95bb1cdde",
 }
 
 

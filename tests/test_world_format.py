@@ -250,4 +250,26 @@ def test_a_prompt_voices_the_personas_worry_only_when_the_world_moved_that_way(w
             voiced += 1
             if persona.trend is not None:
                 assert change is not None and (change > 0) == (persona.trend == "up"), task_file.name
-    assert voiced and silenced and contrary, (voiced, silenced, contrary)  # contrary: a worry that must be withheld
+    assert voiced and silenced, (voiced, silenced)
+
+
+def test_a_worry_the_world_contradicts_is_withheld(world_dirs):
+    """The persona fears the focus went one way; flip the fear in a world that moved the other way and the
+    prompt must not voice it (a fixture world need not happen to be contrary: the flip makes one)."""
+    from contracts.audit import AuditReport
+    from worldgen.tasks import World, _intro
+
+    world = next(
+        w
+        for w in world_dirs
+        if load_contract(w / "contract.json").persona.trend is not None
+        and any(t.name.endswith(".json") for t in (w / "tasks").iterdir())
+    )
+    contract = load_contract(world / "contract.json")
+    report = AuditReport.model_validate_json((world / "audit.json").read_text())
+    persona = contract.persona
+    change = next(ph.target for ph in contract.phenomena if ph.id == f"change:{persona.focus}")
+    agreeing = "up" if change > 0 else "down"
+    for trend, voiced in ((agreeing, True), ("down" if agreeing == "up" else "up", False)):
+        flipped = contract.model_copy(update={"persona": persona.model_copy(update={"trend": trend})})
+        assert (persona.concern in _intro(World.of(flipped, report), persona.focus)) is voiced, trend

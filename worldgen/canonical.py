@@ -19,7 +19,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from contracts.calendar import offsets
+from contracts.calendar import levels
 from contracts.hashing import column_sha256
 from contracts.model import Contract, Edge, Variable
 from worldgen.entities import draw_entities, draw_events
@@ -183,7 +183,9 @@ def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:
     latent = _latent(ctx, v, edges)
     if v.role == "volume":
         lo = max(v.min if v.min is not None else 0.0, MIN_VOLUME_RATE)
-        rate = np.where(ctx.is_open, np.clip(latent, lo, v.max if v.max is not None else np.inf), 0.0)
+        nominal = np.clip(latent, lo, v.max if v.max is not None else np.inf)  # the range is a nominal day's
+        level = levels(ctx.contract.calendar, ctx.contract.timeline.start, ctx.grid.periods)
+        rate = np.where(ctx.is_open, nominal * level[None, :], 0.0)
         counts = ctx.rng.poisson(rate).astype(np.int64)
         ctx.outputs.setdefault("panel", {})[v.name] = counts.reshape(-1)
         ctx.outputs["panel"][f"{v.name}_expected"] = rate.reshape(-1)
@@ -222,8 +224,8 @@ def _codes(raw: np.ndarray, levels: list[str]) -> np.ndarray:
 
 
 def _latent(ctx: Step, v: Variable, edges: list[Edge]) -> np.ndarray:
-    """One variable's level on its grid: a root pattern, or mean + sum of edge contributions (+ the calendar
-    for the volume). Observation noise comes after, in `_reported`."""
+    """One variable's level on its grid: a root pattern, or mean + sum of edge contributions (the volume's on
+    a nominal day; the calendar scales it in `_draw_into`). Observation noise comes after, in `_reported`."""
     if not edges:
         total = draw_root(v, ctx.grid, ctx.contract, ctx.rng, ctx.state.column("units", "region"))
     else:
@@ -232,9 +234,6 @@ def _latent(ctx: Step, v: Variable, edges: list[Edge]) -> np.ndarray:
             contribution = _contribution(ctx, e, v)
             ctx.state.contributions.setdefault(v.name, {})[e.parent] = contribution  # for targets and tolerances
             total = total + contribution
-    if v.role == "volume":
-        calendar = offsets(ctx.contract.calendar, ctx.contract.timeline.start, ctx.grid.periods).sum(axis=1)
-        total = total + v.mean * calendar[None, :]
     return total
 
 

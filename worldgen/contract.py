@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from contracts.calendar import offsets, open_for_all
+from contracts.calendar import levels, open_for_all
 from contracts.model import (
     AltUnit,
+    Calendar,
     Candidate,
     Contract,
     Edge,
@@ -37,6 +38,7 @@ from contracts.model import (
 from worldgen import packs
 from worldgen.packs import DomainPack
 from worldgen.plan import plan_deliverables
+from worldgen.regional import localise
 from worldgen.seeding import Streams
 from worldgen.skeleton import Skeleton
 
@@ -78,7 +80,8 @@ def build_contract(world: WorldSpec, pack: DomainPack, skeleton: Skeleton, strea
     rng = streams.rng("contract")
     spec = SIZES[world.size]
     volume = next(v for v in pack.variables if v.role == "volume")
-    activity = _mean_activity(pack, spec.periods)
+    calendar, climate = localise(pack.calendar, pack.climate, world.persona.region)
+    activity = _mean_activity(calendar, pack.start, spec.periods)
     units = int(np.clip(round(spec.events / (spec.periods * volume.mean * activity)), *UNITS_RANGE))
     low, high = (int(share * spec.periods) for share in CHANGE_WINDOW)
     timeline = Timeline(start=pack.start, periods=spec.periods, change_day=int(rng.integers(low, high)))
@@ -93,8 +96,8 @@ def build_contract(world: WorldSpec, pack: DomainPack, skeleton: Skeleton, strea
         persona=world.persona,
         timeline=timeline,
         regions=list(pack.regions),
-        calendar=pack.calendar,
-        climate=pack.climate,
+        calendar=calendar,
+        climate=climate,
         entities=_entities(pack, units, parties, int(expected_events)),
         measures=_measures(pack),
         parties=_party_shape(pack),
@@ -117,11 +120,10 @@ def build_contract(world: WorldSpec, pack: DomainPack, skeleton: Skeleton, strea
     return draft
 
 
-def _mean_activity(pack: DomainPack, periods: int) -> float:
+def _mean_activity(c: Calendar, start: str, periods: int) -> float:
     """The calendar's mean activity per unit-day relative to the nominal level (closed days count as 0)."""
-    c = pack.calendar
-    open_days = open_for_all(c, pack.start, periods)
-    level = np.maximum(1.0 + offsets(c, pack.start, periods).sum(axis=1), 0.0) * open_days
+    open_days = open_for_all(c, start, periods)
+    level = levels(c, start, periods) * open_days
     lost = c.extra_closed_weekday / 7 + c.outages + (c.openings + c.closures) / 4
     return float(level.mean() * (1 - lost))
 
@@ -299,8 +301,10 @@ def _invariants(contract: Contract) -> list[Invariant]:
         ),
     ]
     table = {"unit": "units", "panel": "panel", "event": "events"}
+    busiest = float(levels(contract.calendar, contract.timeline.start, contract.timeline.periods).max())
     for v in contract.variables:
-        if v.role == "volume":  # the rate obeys the variable's range (0 on closed days); the count is any count >= 0
+        if v.role == "volume":  # the rate obeys the variable's range on a nominal day times the calendar's busiest
+            # level (0 on closed days); the count is any count >= 0
             inv.append(
                 Invariant(
                     id=f"range_{v.name}_expected",
@@ -308,7 +312,7 @@ def _invariants(contract: Contract) -> list[Invariant]:
                     table="panel",
                     column=f"{v.name}_expected",
                     min=0,
-                    max=v.max,
+                    max=None if v.max is None else v.max * busiest,
                 )
             )
             inv.append(Invariant(id=f"range_{v.name}", kind="range", table="panel", column=v.name, min=0))

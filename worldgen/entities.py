@@ -27,6 +27,14 @@ OPENING_WINDOW = (0.1, 0.6)  # units opening during the timeline open in this pa
 CLOSING_WINDOW = (0.5, 0.95)
 COMPLETION_SPREAD = 0.5  # log-sd of completion times around the world's median
 FEEDBACK_SPREAD = 1.0  # log-sd of the delay from completion to a survey answer (hours to days)
+# Parties live where the units are: a region's share of parties follows its share of units, with this share of
+# parties spread evenly over all regions (people also live where no unit is). Uniform regions left the parties
+# of a region with half the units doing several times the median's events (check 8c).
+EVEN_REGION_SHARE = 0.1
+# A person works, orders or visits a couple of times a day at most: events beyond this many on a person's
+# day go to someone else (check 8e). Redrawn in rounds, each a fresh draw among everyone eligible.
+PERSON_DAY_CAP = 2
+CAP_ROUNDS = 12
 
 
 @functools.cache
@@ -40,7 +48,7 @@ def draw_entities(contract: Contract, rng: np.random.Generator) -> dict[str, dic
     fake = _faker()
     fake.seed_instance(int(rng.integers(2**31)))
     units = _units(contract, fake, rng)
-    parties = _parties(contract, fake, rng)
+    parties = _parties(contract, fake, rng, _region_weights(contract, units))
     return {"units": units, "parties": parties, "panel": _panel(contract, units, rng)}
 
 
@@ -77,7 +85,14 @@ def _units(contract: Contract, fake: Faker, rng: np.random.Generator) -> dict[st
     return table
 
 
-def _parties(contract: Contract, fake: Faker, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def _region_weights(contract: Contract, units: dict[str, np.ndarray]) -> np.ndarray:
+    """Each region's share of parties: mostly its share of units, partly even."""
+    regions = np.array(contract.regions, dtype=object)
+    held = np.array([(units["region"] == r).sum() for r in regions], dtype=float)
+    return (1 - EVEN_REGION_SHARE) * held / held.sum() + EVEN_REGION_SHARE / len(regions)
+
+
+def _parties(contract: Contract, fake: Faker, rng: np.random.Generator, where: np.ndarray) -> dict[str, np.ndarray]:
     shape, n, periods = contract.parties, contract.entity("party").count, contract.timeline.periods
     first = np.array(sorted(_faker_list(fake, "first_names")), dtype=object)
     last = np.array(sorted(_faker_list(fake, "last_names")), dtype=object)
@@ -87,7 +102,7 @@ def _parties(contract: Contract, fake: Faker, rng: np.random.Generator) -> dict[
         "party_id": np.arange(1, n + 1, dtype=np.int64),
         "code": (rng.choice(PARTY_CODES[1] - PARTY_CODES[0], n, replace=False) + PARTY_CODES[0]).astype(np.int64),
         "name": names,
-        "region": regions[rng.integers(len(regions), size=n)],
+        "region": regions[rng.choice(len(regions), size=n, p=where)],
         "signup_day": rng.integers(-shape.history_days, periods, size=n).astype(np.int64),
     }
     for column in shape.columns:
@@ -193,22 +208,39 @@ def _seconds_of_day(contract: Contract, n: int, rng: np.random.Generator) -> np.
 
 def _parties_for(contract: Contract, unit_region: np.ndarray, day: np.ndarray, parties: dict, rng) -> np.ndarray:
     """Each event's party: someone signed up by that day, usually from the unit's region, busier parties
-    more often (gamma-distributed activity)."""
+    more often (gamma-distributed activity); a person has at most PERSON_DAY_CAP events a day."""
     shape = contract.parties
     activity = rng.gamma(shape.loyalty, 1.0, len(parties["party_id"]))
     chosen = np.zeros(len(day), dtype=np.int64)
     home = rng.random(len(day)) < shape.home_share
-    pools = [("*", np.ones(len(day), dtype=bool) & ~home)] + [
-        (region, home & (unit_region == region)) for region in contract.regions
-    ]
-    for region, mine in pools:
-        members = np.arange(len(parties["party_id"])) if region == "*" else np.flatnonzero(parties["region"] == region)
-        if not mine.any():
-            continue
+    pools = [(np.arange(len(parties["party_id"])), ~home)]
+    for region in contract.regions:
+        members = np.flatnonzero(parties["region"] == region)
         if members.size == 0:  # nobody lives there: anyone eligible
             members = np.arange(len(parties["party_id"]))
-        chosen[mine] = _draw_eligible(members, parties["signup_day"], activity, day[mine], rng)
+        pools.append((members, home & (unit_region == region)))
+    todo = np.ones(len(day), dtype=bool)
+    rounds = CAP_ROUNDS if contract.entity("party").name_style == "person" else 1
+    for _ in range(rounds):
+        for members, mine in pools:
+            redo = mine & todo
+            if redo.any():
+                chosen[redo] = _draw_eligible(members, parties["signup_day"], activity, day[redo], rng)
+        todo = _over_cap(chosen, day)
+        if not todo.any():
+            break
     return parties["party_id"][chosen]
+
+
+def _over_cap(chosen: np.ndarray, day: np.ndarray) -> np.ndarray:
+    """Events beyond the first PERSON_DAY_CAP of their party's day (in row order)."""
+    order = np.lexsort((np.arange(len(day)), day, chosen))
+    key = chosen[order] * (int(day.max(initial=0)) + 1) + day[order]
+    starts = np.r_[True, key[1:] != key[:-1]]
+    run_start = np.maximum.accumulate(np.where(starts, np.arange(len(key)), 0))
+    over = np.zeros(len(day), dtype=bool)
+    over[order] = np.arange(len(key)) - run_start >= PERSON_DAY_CAP
+    return over
 
 
 def _draw_eligible(members: np.ndarray, signup: np.ndarray, activity: np.ndarray, day: np.ndarray, rng) -> np.ndarray:

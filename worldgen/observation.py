@@ -3,9 +3,11 @@
 Every model keeps the reported value's mean equal to the latent level wherever that level lies inside the
 variable's range, so each edge's effect on the mean is what an analyst estimates, on the reported scale:
 counts are Poisson around it, rates are k successes of the day's n trials, rolling metrics average the
-daily values of a trailing window of open days, durations carry right-skewed noise, sporadic measures are
-zero on most days and large on a few, and survey answers are whole points of a J-shaped scale (their
-attenuation at the ends of the scale is measured when the contract is sealed, not assumed away).
+daily values of a trailing window of open days, durations are the latent level times log-normal noise (most
+of an event's duration is its own luck, with a long right tail), sporadic measures are zero on most days and
+large on a few, and survey answers are whole points of a J-shaped scale: the top point most common, a bump
+of angry answers at the bottom (their attenuation at the ends of the scale is measured when the contract is
+sealed, not assumed away).
 """
 
 from __future__ import annotations
@@ -15,17 +17,16 @@ import numpy as np
 from contracts.model import Variable
 
 NOISE = 0.3  # measurement noise sd as a share of the variable's sd: effects stay visible above it
-DURATION_SHAPE = 1.5  # gamma shape of duration noise: skewness 2/sqrt(1.5) = 1.6, a long right tail
+# An event's own luck moves its duration as much as all its causes do (one wait is short, the next long): the
+# noise sd at the variable's mean level is this many of its sds, so the log-normal tail shows in the file.
+DURATION_NOISE = 1.0
 SPORADIC_SHARE = 0.25  # a sporadic measure is non-zero on a quarter of days
 SPORADIC_SHAPE = 1.5  # and gamma-distributed when it happens
-SCALE_SKEW_SHAPE = 1.2  # survey noise is left-skewed: a few very unhappy answers
-ANGRY_SHARE = 0.04  # answers that drop to the bottom of the scale whatever happened (the J's left arm)
+# How far the average answer sits below the top of the scale is made up of angry answers at the bottom
+# (the J's left arm) for this part, and of content answers a point or two below the top for the rest.
+ANGRY_PART = 0.35
+SCALE_RATIO_GRID = np.geomspace(1e-3, 1e3, 2001)  # geometric ratios to solve a content answer's mean on
 ROLLING_DAILY_NOISE = 2.0  # daily noise of a rolled metric, in NOISE units (the window averages it down)
-
-
-def skewed(rng: np.random.Generator, shape: float, size) -> np.ndarray:
-    """Zero-mean, unit-sd, right-skewed noise (a centred gamma)."""
-    return (rng.gamma(shape, 1.0, size) - shape) / np.sqrt(shape)
 
 
 def report(
@@ -50,7 +51,7 @@ def report(
             daily = latent + rng.normal(0, ROLLING_DAILY_NOISE * NOISE * sd, latent.shape)
             return roll(daily, v.window or 1, is_open)
         case "duration":
-            return latent + NOISE * sd * skewed(rng, DURATION_SHAPE, latent.shape)
+            return _duration(v, latent, rng)
         case "sporadic":
             happens = rng.random(latent.shape) < SPORADIC_SHARE
             size = rng.gamma(SPORADIC_SHAPE, 1.0, latent.shape) / SPORADIC_SHAPE
@@ -60,15 +61,35 @@ def report(
     return latent + rng.normal(0, NOISE * sd, latent.shape)
 
 
+def _duration(v: Variable, latent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The latent duration times a mean-one log-normal: the mean stays the latent level, the spread grows
+    with it and the right tail is long, as waits, lead times and delays are. The luck is as wide as the
+    causes move the level (or as the variable's sd, if wider), so strong causes do not hide the tail."""
+    spread = max(v.sd, float(np.nanstd(latent))) if np.isfinite(latent).any() else v.sd
+    cv = DURATION_NOISE * spread / v.mean if v.mean > 0 else DURATION_NOISE
+    sigma = np.sqrt(np.log1p(cv**2))
+    luck = np.exp(sigma * rng.standard_normal(latent.shape) - sigma**2 / 2)
+    return np.where(latent > 0, latent * luck, latent)
+
+
 def _scale(v: Variable, latent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Whole points of a rating scale: left-skewed answers, a few angry ones, rounded at random so that
-    the mean of the points equals the latent satisfaction inside the scale."""
+    """Whole points of a rating scale whose mean is the latent satisfaction inside the scale, J-shaped:
+    an angry share at the bottom point, and the rest a geometric fall from the top point down (the top is
+    the most common answer whenever the average sits in the scale's upper half)."""
     lo, hi = float(v.min if v.min is not None else 1), float(v.max if v.max is not None else 5)
-    answer = latent - NOISE * 2 * v.sd * skewed(rng, SCALE_SKEW_SHAPE, latent.shape)
-    answer = np.where(rng.random(latent.shape) < ANGRY_SHARE, lo, answer)
-    answer = np.clip(answer, lo, hi)
-    floor = np.floor(answer)
-    return floor + (rng.random(latent.shape) < answer - floor)
+    points = int(round(hi - lo))
+    below_top = np.clip(hi - np.nan_to_num(latent, nan=(lo + hi) / 2), 0.01 * points, 0.99 * points)
+    angry = ANGRY_PART * below_top / points
+    content_mean = (1 - ANGRY_PART) * below_top / (1 - angry)
+    steps = np.arange(points + 1)
+    weights = SCALE_RATIO_GRID[:, None] ** steps[None, :]
+    grid_means = (weights * steps).sum(axis=1) / weights.sum(axis=1)  # rises with the ratio
+    ratio = np.interp(content_mean.ravel(), grid_means, SCALE_RATIO_GRID)
+    cdf = np.cumsum(ratio[:, None] ** steps[None, :], axis=1)
+    u = rng.random(ratio.shape) * cdf[:, -1]
+    drop = (u[:, None] > cdf).sum(axis=1).reshape(latent.shape)
+    drop = np.where(rng.random(latent.shape) < angry, points, drop)
+    return np.where(np.isnan(latent), np.nan, hi - drop)
 
 
 def roll(daily: np.ndarray, window: int, is_open: np.ndarray | None) -> np.ndarray:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contracts.errors import PackError, did_you_mean, raise_collected
 from contracts.model import SNAKE, AltUnit, Calendar, Climate, Format, Grain, PartyColumn
+from worldgen import regional
 from worldgen.mechanisms import MECHANISMS, Role
 
 # libyaml's safe loader parses a pack ten times faster than the pure-Python one (same documents, same data).
@@ -285,6 +286,11 @@ def _calendar_problems(pack: DomainPack) -> list[str]:
     for peak in c.peaks:
         if not c.hours[0] <= peak.hour <= c.hours[1]:
             problems.append(f"calendar: peak at {peak.hour}h falls outside the opening hours {c.hours}")
+    known = regional.table().countries
+    for effect in c.dates:
+        unknown = [code for code in effect.countries if code not in known]
+        if unknown:
+            problems.append(f"calendar: {effect.name!r} names countries the country table lacks: {unknown}")
     return problems
 
 

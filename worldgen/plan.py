@@ -5,7 +5,8 @@ per variables-system a daily file, a change log (for policy-only systems) and/or
 data dictionary per system describing each of its columns in its own words. Each system draws, from the
 `plan` stream, its column case, its names for every measure (from the pack's aliases), its key template and
 date style, and how it identifies units: the master's code in its own format, an id of its own (mapped in
-the master), or the unit's name.
+the master), or the unit's name. How many systems a world holds is drawn too (`_spread_over_systems`): some
+merge, some hand variables to a spare system of the pack, so worlds hold 4 to 10 systems, not always 8.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ DATE_NAMES = {
 }
 REGION_NAMES = ("region", "area", "zone", "territory")
 FIELD_NAMES = (("field", "value"), ("attribute", "new_value"), ("parameter", "setting"), ("metric", "amount"))
+SPLIT_MIN_PANEL = 2  # a system hands daily variables to a spare one only if it keeps at least one
 REFERENCE_WEIGHTS = {"code": 0.6, "local": 0.25, "name": 0.15}  # how often a system uses each way to name units
 
 
@@ -35,15 +37,27 @@ class _Columns:
     def __init__(self, pack: DomainPack, contract: Contract, rng: np.random.Generator):
         self.pack, self.rng = pack, rng
         self.styles = {s.name: naming.system_style(rng) for s in pack.systems}
-        self.refers = {s.name: self._reference(s) for s in pack.systems if s.holds == "variables"}
+        keyed = {v.system for v in contract.variables if v.grain == "panel"}  # systems with a unit key column
+        self.refers = {s.name: self._reference(s) for s in pack.systems if s.name in keyed and s.holds == "variables"}
+        self._own_reference(pack)
         self.places = {v.name: v.decimals for v in contract.variables}
         self.places |= {m.name: m.decimals for m in (contract.measures.capacity, contract.measures.amount)}
         self.labels = {s.name: s.label for s in pack.systems}
 
-    def _reference(self, system: System) -> str:
-        options = list(system.refers_by)
+    def _reference(self, system: System, options: list[str] | None = None) -> str:
+        options = options or list(system.refers_by)
         weights = np.array([REFERENCE_WEIGHTS[o] for o in options])
         return options[int(self.rng.choice(len(options), p=weights / weights.sum()))]
+
+    def _own_reference(self, pack: DomainPack) -> None:
+        """Real multi-system exports never all share the master's code: when every keyed system drew it, one
+        that may name units its own way (an id mapped in the master, or the unit's name) does (check 7c)."""
+        if any(how != "code" for how in self.refers.values()):
+            return
+        able = [s for s in pack.systems if s.name in self.refers and set(s.refers_by) - {"code"}]
+        if able:
+            system = self.pick(able)
+            self.refers[system.name] = self._reference(system, [o for o in system.refers_by if o != "code"])
 
     def pick(self, options: tuple | list):
         return options[int(self.rng.integers(len(options)))]
@@ -91,6 +105,7 @@ class _Columns:
 
 def plan_deliverables(pack: DomainPack, contract: Contract, rng: np.random.Generator) -> list[Deliverable]:
     """Decide which system reports what, in which file, under which names and formats."""
+    _spread_over_systems(pack, contract, rng)
     cols = _Columns(pack, contract, rng)
     contract.entity("unit").local_ids = sorted(s for s, how in cols.refers.items() if how == "local")
     core = {s.holds: s for s in pack.systems if s.holds != "variables"}
@@ -105,6 +120,69 @@ def plan_deliverables(pack: DomainPack, contract: Contract, rng: np.random.Gener
     systems = sorted({d.system for d in files})
     files += [_dictionary(system, pack) for system in systems]
     return files
+
+
+def _spread_over_systems(pack: DomainPack, contract: Contract, rng: np.random.Generator) -> None:
+    """How many systems this world's variables live in: real worlds hold 4 to 12. A target number of
+    variables-systems is drawn; systems are merged (one reports what another did) or a system hands part of
+    its panel variables to a spare system of the pack (one with no variables of its own) until the target
+    is met or no move fits. Each variable stays in exactly one system, so every phenomenon stays observable."""
+    by_name = {s.name: s for s in pack.systems if s.holds == "variables"}
+    homes = {name: [v for v in contract.variables if v.system == name] for name in by_name}
+    used = sorted(n for n, vs in homes.items() if vs)
+    target = int(rng.integers(1, len(by_name) + 1))
+    while len(used) != target:
+        moves = _merges(by_name, homes, used) if len(used) > target else _splits(by_name, homes, used)
+        if not moves:
+            break
+        source, sink, moved = moves[int(rng.integers(len(moves)))]
+        moved = moved if moved is not None else _some(homes[source], rng)
+        for v in moved:
+            v.system = sink
+        homes = {name: [v for v in contract.variables if v.system == name] for name in by_name}
+        used = sorted(n for n, vs in homes.items() if vs)
+
+
+def _fits(system: System, variables: list[Variable]) -> bool:
+    """Whether one system can report these variables in its files: a workbook holds schedules only, and
+    survey answers (sparse rows) never share a detail file with other event measures."""
+    panel = [v for v in variables if v.grain == "panel"]
+    events = [v for v in variables if v.grain == "event"]
+    if system.format == "xlsx" and (events or any(v.pattern != "policy" for v in panel)):
+        return False
+    return len({v.observe == "scale" for v in events}) <= 1
+
+
+def _own_keys_possible(by_name: dict[str, System], homes: dict[str, list[Variable]]) -> bool:
+    """Some system with a unit key may still name units its own way (check 7c needs one)."""
+    return any(set(by_name[n].refers_by) - {"code"} for n, vs in homes.items() if any(v.grain == "panel" for v in vs))
+
+
+def _merges(by_name, homes, used) -> list[tuple[str, str, list[Variable] | None]]:
+    """(absorbed, absorbing, its variables) for every pair of used systems that may merge."""
+    moves = []
+    for a in used:
+        for b in (b for b in used if b != a and _fits(by_name[b], homes[a] + homes[b])):
+            after = {**homes, a: [], b: homes[a] + homes[b]}
+            if _own_keys_possible(by_name, after):
+                moves.append((a, b, homes[a]))
+    return moves
+
+
+def _splits(by_name, homes, used) -> list[tuple[str, str, None]]:
+    """(giving, spare) for every used system with two or more panel variables and every spare system that
+    could report them; which of them move is drawn when the move is chosen."""
+    spares = [n for n in sorted(by_name) if not homes[n]]
+    givers = [a for a in used if sum(v.grain == "panel" for v in homes[a]) >= SPLIT_MIN_PANEL]
+    daily = {a: [v for v in homes[a] if v.grain == "panel"] for a in givers}
+    return [(a, b, None) for a in givers for b in spares if _fits(by_name[b], daily[a])]
+
+
+def _some(variables: list[Variable], rng: np.random.Generator) -> list[Variable]:
+    """Some of a system's panel variables: at least one moves, at least one stays."""
+    panel = [v for v in variables if v.grain == "panel"]
+    k = int(rng.integers(1, len(panel)))
+    return [panel[i] for i in sorted(rng.choice(len(panel), k, replace=False))]
 
 
 def _dictionary(system: str, pack: DomainPack) -> Deliverable:

@@ -140,7 +140,10 @@ def _campaigns(
 # External series --------------------------------------------------------------------------------------
 WARMEST_DAY = {"north": 196, "south": 15}  # mid-July in the north, mid-January in the south
 REGION_TEMP_SD = 1.5  # regions of one country differ by a degree or two on average
-TEMP_ANOMALY_SD = 3.0  # daily anomalies around the seasonal normal, Celsius
+# Daily anomalies around the seasonal normal (Celsius) are larger where the seasons are: about 3 C in a
+# continental mid-latitude climate, 1 C in the tropics.
+TEMP_ANOMALY_BASE, TEMP_ANOMALY_PER_SWING = 0.5, 0.3
+TEMP_ANOMALY_SD = (1.0, 3.5)
 TEMP_PERSISTENCE = 0.75  # warm and cold spells last several days
 SHARED_WEATHER = 0.75  # share of the daily weather that neighbouring regions share (their correlation)
 RAIN_PERSISTENCE = 0.5  # wet days cluster
@@ -220,7 +223,8 @@ def _temperature(contract: Contract, regions: int, doy: np.ndarray, rng: np.rand
     assert climate is not None, "weather needs the contract's climate"
     season = climate.swing_c * np.cos(2 * np.pi * (doy - WARMEST_DAY[climate.hemisphere]) / 365.25)
     offset = REGION_TEMP_SD * rng.standard_normal(regions)[:, None]
-    anomaly = TEMP_ANOMALY_SD * _shared(rng, regions, len(doy), TEMP_PERSISTENCE)
+    anomaly_sd = np.clip(TEMP_ANOMALY_BASE + TEMP_ANOMALY_PER_SWING * climate.swing_c, *TEMP_ANOMALY_SD)
+    anomaly = anomaly_sd * _shared(rng, regions, len(doy), TEMP_PERSISTENCE)
     return climate.mean_c + season[None, :] + offset + anomaly
 
 

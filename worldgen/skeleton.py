@@ -102,6 +102,10 @@ def _choose_kinds(pack: DomainPack, graph: nx.DiGraph, rng: np.random.Generator)
             # A management lever or a unit attribute takes few distinct values (one per unit at most), so
             # neither the location of a step nor the bend of a curve between them is identifiable.
             kinds = [k for k in kinds if not MECHANISMS[k].locates] or kinds
+        if pack.variable(child).role == "volume" and len(kinds) > 1:
+            # The calendar multiplies the volume by its weekday's level: a weekly cycle of every effect on it,
+            # which a planted weekly swing of one effect could not be told apart from.
+            kinds = [k for k in kinds if k != "seasonal"] or kinds
         weights = np.array([MECHANISMS[k].weight for k in kinds])
         chosen.append((parent, child, kinds[int(rng.choice(len(kinds), p=weights / weights.sum()))]))
     return tuple(chosen)
