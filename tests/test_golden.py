@@ -24,9 +24,9 @@ from worldgen.write import write_world
 # sha256 over the sorted lines "<relative path>\0<sha256 of the file>\n" of contract.json, ledger.jsonl,
 # projection.json, canonical/ and observed/ (everything synthesis writes; the audit and tasks follow from them).
 GOLDEN = {
-    "small": "cf9db5748eb4906d81e42029c59051aca59bb998eb454c65bcbf29910b616207",
-    "default": "0566dd7b2725a751932f6bb86e8c8dfdef28faa9da4ff85d70d94dcd72f0f2a5",
-    "large": "4a1d3244e400521a013ff201f26b45b22904f1fb0de0387b24067af95bb1cdde",
+    "small": "7d01b8db4974f892b1a4d07f57bcd241f2b10711683a45c791a66136c04e89d0",
+    "default": "d0384ce6ff47775e2e4268dacf2ff8248867401f1c3248579e66df1c6b3f31fc",
+    "large": "c69bdebde89bd1060f2945bb4118366955d6876c11a54fd7bf8b8beecf1ac14f",
 }
 
 
