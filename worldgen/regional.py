@@ -79,12 +79,10 @@ def place_of(region: str) -> Place | None:
 def localise(calendar: Calendar, climate: Climate | None, region: str) -> tuple[Calendar, Climate | None]:
     """The pack's calendar and climate as they are in the persona's region (see the module docstring)."""
     place = place_of(region)
-    if place is None:
-        dates = [_settled(d, south=False) for d in calendar.dates if not d.countries]
-        return calendar.model_copy(update={"dates": dates}), climate
-    south = place.climate.hemisphere == "south"
-    dates = [_settled(d, south) for d in calendar.dates if not d.countries or place.country in d.countries]
-    if calendar.holidays is not None:
+    country = place.country if place is not None else None
+    south = place is not None and place.climate.hemisphere == "south"
+    dates = [_settled(d, south) for d in calendar.dates if not d.countries or country in d.countries]
+    if place is not None and calendar.holidays is not None:
         response = calendar.holidays
         for h in table().countries[place.country].holidays:
             factor = response.major if h.major else response.minor
@@ -92,8 +90,8 @@ def localise(calendar: Calendar, climate: Climate | None, region: str) -> tuple[
     monthly = list(calendar.monthly)
     if south and calendar.seasonal_months:
         monthly = monthly[-SEASON_SHIFT_MONTHS:] + monthly[:-SEASON_SHIFT_MONTHS]
-    update = {"dates": dates, "monthly": monthly, "country": place.country}
-    return calendar.model_copy(update=update), (place.climate if climate is not None else None)
+    update = {"dates": dates, "monthly": monthly, "country": country}
+    return calendar.model_copy(update=update), (place.climate if place is not None and climate is not None else climate)
 
 
 def _settled(effect: DateEffect, south: bool) -> DateEffect:
