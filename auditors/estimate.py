@@ -191,6 +191,7 @@ class ChildModel:
             if bound is not None:
                 self.uncensored &= ~np.isclose(rows.y, bound, rtol=0, atol=1e-9)
         self.window = v.window if v.observe == "rolling" and rows.open is not None else None
+        self.sporadic = v.observe == "sporadic"
         self.nuisance = calendar_columns(contract, rows.day) if v.role == "volume" else np.zeros((len(rows.y), 0))
         self.theta: dict[str, float] = {}
         self.levels = {v.name: v.levels for v in contract.variables if v.dtype == "categorical"}
@@ -299,7 +300,8 @@ class ChildModel:
             for block in blocks:
                 ok &= np.isfinite(block).all(axis=1)
         idx = np.flatnonzero(ok)
-        if len(idx) > SCAN_ROWS and e.kind != "lag":  # a lag's optimum is flat: it needs every row
+        # A lag's optimum is flat, and a sporadic measure's few large values sway a subset's: both need every row.
+        if len(idx) > SCAN_ROWS and e.kind != "lag" and not self.sporadic:
             idx = np.sort(np.random.default_rng(0).choice(idx, SCAN_ROWS, replace=False))
         if len(idx) < MIN_SCAN_ROWS:
             return self.theta[e.parent]
