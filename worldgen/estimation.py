@@ -11,6 +11,7 @@ The auditor never uses this: it estimates from the files alone, with its own est
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,7 @@ import numpy as np
 from contracts.calendar import date_factors, months, weekdays
 from contracts.model import Contract, Edge
 from worldgen.canonical import CanonicalState, table_of
-from worldgen.mechanisms import Mechanism, saturation_curve, shift_periods
+from worldgen.mechanisms import MECHANISMS, Mechanism, saturation_curve, shift_periods
 from worldgen.observation import roll
 
 PROFILE_ROWS = 40_000  # profiles score candidates on at most this many rows (a fixed random subset)
@@ -28,6 +29,7 @@ MAX_LAG = 30  # lags profiled, days (the auditor scans the same range)
 THRESHOLD_QUANTILES = np.linspace(0.01, 0.99, 99)
 SATURATION_SCALES = np.linspace(0.1, 4.0, 79)  # curve scales profiled, in parent sd
 MIN_ROWS = 30
+PROFILED = ("threshold", "saturation", "lag")  # kinds whose location is profiled over candidates
 
 
 @dataclass
@@ -59,29 +61,146 @@ class Fit:
         size = abs(mechanism.effect_size(e.params) or planted)
         return float(planted * self.coef[j]), float(np.sqrt(max(self.cov[j, j], 0.0)) * size)
 
-    def shares(self, half: int, drivers: set[str]) -> tuple[dict[str, float], dict[str, float]]:
-        """Each driver's fitted contribution to the H1 -> H2 change, and the standard error of its share.
+    def deltas(self, half: int, drivers: set[str]) -> dict[str, float]:
+        """Each driver's fitted contribution to the H1 -> H2 change (empty if a half has no rows).
 
         Drivers are the time-varying parents: a unit attribute moves a child's mean only through which
         units happen to report in each half, a few missing rows' worth of noise, so it is no driver."""
         late, early = self.day >= half, self.day < half
         if not late.any() or not early.any():
-            return {}, {}
+            return {}
         g = self.X[late].mean(axis=0) - self.X[early].mean(axis=0)
         parents = sorted({o for o in self.owner if o} & drivers)
-        deltas = {p: float(g[self.columns(p)] @ self.coef[self.columns(p)]) for p in parents}
+        return {p: float(g[self.columns(p)] @ self.coef[self.columns(p)]) for p in parents}
+
+    def shares(self, half: int, drivers: set[str], rows_lost: float) -> tuple[dict[str, float], dict[str, float]]:
+        """Each driver's contribution to the change, and the standard error of its share: of the coefficients,
+        and of which rows an analyst is left with when blanks drop a share `rows_lost` of them at random."""
+        deltas = self.deltas(half, drivers)
         total = sum(deltas.values())
         if abs(total) < 1e-12:
             return deltas, {}
+        late, early = self.day >= half, self.day < half
+        g = self.X[late].mean(axis=0) - self.X[early].mean(axis=0)
+        contribution = {p: self.X[:, self.columns(p)] @ self.coef[self.columns(p)] for p in deltas}
+        together = sum(contribution.values())
         errors = {}
-        for p in parents:
+        for p in deltas:
             grad = np.zeros_like(g)
             mine = self.columns(p)
             grad[mine] += g[mine] / total
-            for q in parents:  # d(D_p / T)/d(b_q) = (1[p=q] g_q T - D_p g_q) / T^2
+            for q in deltas:  # d(D_p / T)/d(b_q) = (1[p=q] g_q T - D_p g_q) / T^2
                 grad[self.columns(q)] -= deltas[p] * g[self.columns(q)] / total**2
-            errors[p] = float(np.sqrt(max(grad @ self.cov @ grad, 0.0)))
+            # Dropping a random share f of the rows moves D_p / T by the change in the half means of
+            # z = c_p - (D_p / T) sum_q c_q, with variance f / (1 - f) var(z) / n per half.
+            z = contribution[p] - deltas[p] / total * together
+            dropped = rows_lost / (1 - rows_lost) * (z[late].var() / late.sum() + z[early].var() / early.sum())
+            errors[p] = float(np.sqrt(max(grad @ self.cov @ grad, 0.0) + dropped / total**2))
         return deltas, errors
+
+
+def co_location_gap(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, others: dict[str, float]) -> float:
+    """How far a slope's coefficient moves when a co-parent's step, bend or lag sits anywhere the data allow
+    (`others`: edge id -> the tolerance of its location, inf where the data cannot locate it): a correlated
+    co-parent placed elsewhere takes or gives back part of the slope. In units of the planted statistic."""
+    cols = fit.columns(e.parent)
+    if len(cols) != 1:
+        return 0.0
+    j = cols[0]
+    keep = _uncensored(contract.variable(fit.child), fit.y)
+    X, y = fit.X[keep], fit.y[keep]
+    A, b = X.T @ X, X.T @ y
+    _, planted, _ = MECHANISMS[e.kind].statistic(e.params)
+    gap = 0.0
+    for other in contract.edges:
+        edge = f"{other.parent}->{other.child}"
+        x = state.inputs.get(edge)
+        if other.child != e.child or other.kind not in PROFILED or edge not in others or x is None:
+            continue
+        if len(fit.columns(other.parent)) != 1:
+            continue
+        (k,) = fit.columns(other.parent)
+        candidates, statistic, feature = _candidates(contract, state, fit, other, x, np.arange(len(fit.rows)))
+        inside = [t for t in candidates if abs(statistic(t) - _planted_location(other)) <= others[edge]]
+        if not inside:
+            continue
+        F = np.column_stack([feature(t) for t in inside])[keep]
+        XtF, FtF, Fty = X.T @ F, np.einsum("ij,ij->j", F, F), F.T @ y
+        for m in range(F.shape[1]):  # the normal equations with column k swapped for the candidate's feature
+            A_m, b_m = A.copy(), b.copy()
+            A_m[k, :], A_m[:, k], b_m[k] = XtF[:, m], XtF[:, m], Fty[m]
+            A_m[k, k] = FtF[m]
+            try:
+                coef = np.linalg.solve(A_m, b_m)
+            except np.linalg.LinAlgError:
+                continue
+            gap = max(gap, abs(planted * (coef[j] - fit.coef[j])))
+    return gap
+
+
+def located_share_gaps(
+    contract: Contract, state: CanonicalState, fit: Fit, e: Edge, tolerance: float, half: int, drivers: set[str]
+) -> dict[str, float]:
+    """How far each driver's share moves when a step, bend or lag sits anywhere the data allow (within the
+    edge's tolerance of the planted value) and its slope is refitted there: an analyst's share is only as
+    good as the location it rests on."""
+    deltas = fit.deltas(half, drivers)
+    x = state.inputs.get(f"{e.parent}->{e.child}")
+    total = sum(deltas.values())
+    if e.parent not in deltas or x is None or abs(total) < 1e-12 or len(fit.columns(e.parent)) != 1:
+        return {}
+    (j,) = fit.columns(e.parent)
+    partial = fit.y - fit.X @ fit.coef + fit.X[:, j] * fit.coef[j]
+    candidates, statistic, feature = _candidates(contract, state, fit, e, x, np.arange(len(fit.rows)))
+    planted = _planted_location(e)
+    late, early = fit.day >= half, fit.day < half
+    gaps = dict.fromkeys(deltas, 0.0)
+    for theta in candidates:
+        if abs(statistic(theta) - planted) > tolerance:
+            continue
+        f = feature(theta)
+        spread = f - f.mean()
+        norm = float(spread @ spread)
+        if norm < 1e-12:
+            continue
+        moved = dict(deltas)
+        moved[e.parent] = float(spread @ (partial - partial.mean())) / norm * float(f[late].mean() - f[early].mean())
+        moved_total = sum(moved.values())
+        if abs(moved_total) < 1e-12:
+            return dict.fromkeys(deltas, math.inf)
+        for p in deltas:
+            gaps[p] = max(gaps[p], abs(moved[p] / moved_total - deltas[p] / total))
+    return gaps
+
+
+def visible_panel(contract: Contract, state: CanonicalState, e: Edge, x: np.ndarray) -> np.ndarray:
+    """A cause's (units, periods) panel as the files hold it: no file has a row for a day its unit did not
+    report, so a series that exists every day (a root) reads the unit's last report, and activity its mean
+    over the reported days (as an analyst, and the auditor, fill them)."""
+    U, T = x.shape
+    reported = state.column("panel", "open").reshape(U, T).astype(bool)
+    if reported.all():
+        return x
+    if any(edge.child == e.parent for edge in contract.edges):
+        return np.where(reported, x, np.nanmean(np.where(reported, x, np.nan)))
+    last = np.maximum.accumulate(np.where(reported, np.arange(T), -1), axis=1)
+    return np.where(last >= 0, np.take_along_axis(x, np.maximum(last, 0), axis=1), e.params["center"])
+
+
+def _visible_lag(contract: Contract, state: CanonicalState, e: Edge) -> np.ndarray | None:
+    """A lagged cause's contribution at the child's grain as an analyst can rebuild it from the files (the
+    truth reads the cause on days no file shows), or None when every day was reported."""
+    x = state.inputs.get(f"{e.parent}->{e.child}")
+    if x is None:
+        return None
+    seen = visible_panel(contract, state, e, x)
+    if seen is x:
+        return None
+    center = e.params["center"]
+    grid = e.params["beta"] * (shift_periods(seen, int(e.params["lag"]), center) - center)
+    if contract.variable(e.child).grain == "event":
+        return grid[state.column("events", "unit_id") - 1, state.column("events", "day")]
+    return grid.reshape(-1)
 
 
 def _rows(contract: Contract, state: CanonicalState, child: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -113,7 +232,8 @@ def _as_reported(contract: Contract, state: CanonicalState, child: str, values: 
 def fit_child(contract: Contract, state: CanonicalState, child: str) -> Fit | None:
     rows, y, day = _rows(contract, state, child)
     contributions = state.contributions.get(child, {})
-    kinds = {e.parent: e.kind for e in contract.edges if e.child == child}
+    edges = {e.parent: e for e in contract.edges if e.child == child}
+    kinds = {parent: e.kind for parent, e in edges.items()}
     columns, owner = [np.ones(len(rows))], [""]
     for parent in sorted(contributions):
         if kinds[parent] == "categorical":
@@ -124,7 +244,10 @@ def fit_child(contract: Contract, state: CanonicalState, child: str) -> Fit | No
                 columns.append(_as_reported(contract, state, child, (raw == value).astype(float))[rows])
                 owner.append(parent)
         else:
-            columns.append(_as_reported(contract, state, child, contributions[parent])[rows])
+            # A lagged cause enters as the files let it be rebuilt: the data carry no more than that.
+            visible = _visible_lag(contract, state, edges[parent]) if kinds[parent] == "lag" else None
+            values = contributions[parent] if visible is None else visible
+            columns.append(_as_reported(contract, state, child, values)[rows])
             owner.append(parent)
     v = contract.variable(child)
     if v.role == "volume":  # the calendar moves the volume too: a nuisance, controlled for as an analyst would
@@ -177,9 +300,7 @@ def profile_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Ed
     partial = fit.y - fit.X @ fit.coef + fit.X[:, cols] @ fit.coef[cols]
     pick = _subset(len(fit.rows))
     candidates, statistic, feature = _candidates(contract, state, fit, e, x, pick)
-    planted = {"threshold": e.params.get("tau"), "lag": e.params.get("lag")}.get(e.kind)
-    if e.kind == "saturation":
-        planted = e.params["origin"] + e.params["kappa"] * np.log(2)
+    planted = _planted_location(e)
     F = np.column_stack([feature(theta) for theta in candidates])
     r = partial[pick] - partial[pick].mean()
     F = F - F.mean(axis=0)
@@ -192,6 +313,13 @@ def profile_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Ed
     resolution = float(np.median(np.diff(np.sort(np.unique(stats))))) if len(np.unique(stats)) > 1 else 0.0
     spread = float(np.max(np.abs(stats[inside] - planted)))
     return PROFILE_SAFETY * (spread + resolution)
+
+
+def _planted_location(e: Edge) -> float:
+    """The planted value of a located edge's statistic: step location, half-saturation point or lag."""
+    if e.kind == "saturation":
+        return e.params["origin"] + e.params["kappa"] * np.log(2)
+    return {"threshold": e.params.get("tau"), "lag": e.params.get("lag")}[e.kind]
 
 
 def _subset(n: int) -> np.ndarray:
@@ -220,8 +348,10 @@ def _candidates(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x:
         event_child = contract.variable(e.child).grain == "event"
         units, days = state.column("events", "unit_id") - 1, state.column("events", "day")
 
+        visible = visible_panel(contract, state, e, x)
+
         def lagged(theta: float) -> np.ndarray:
-            shifted = shift_periods(x, int(theta), p["center"])
+            shifted = shift_periods(visible, int(theta), p["center"])
             if event_child:
                 return shifted[units[positions], days[positions]]
             return on_rows(shifted) if fit.rolled else shifted.reshape(-1)[positions]

@@ -29,6 +29,8 @@ from worldgen.defects import (
 )
 from worldgen.naming import STRFTIME
 
+FIT_COLUMNS = 2  # a fit needs the child and its parents in a row: blanks in any of them drop it
+
 
 @dataclass(frozen=True)
 class DefectSettings:
@@ -41,6 +43,10 @@ class DefectSettings:
 
     def rate(self, base: float) -> float:
         return min(base * self.scale, 0.95)
+
+    def rows_lost(self) -> float:
+        """The share of a child's rows an analyst's fit loses to blanks: in its own column and a parent's."""
+        return 1 - (1 - self.rate(self.missing_rate)) ** FIT_COLUMNS
 
 
 @dataclass

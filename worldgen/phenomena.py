@@ -25,7 +25,14 @@ import numpy as np
 
 from contracts.model import Contract, Edge, Phenomenon, Unidentified, validate_contract
 from worldgen.canonical import CanonicalState, grain_series
-from worldgen.estimation import Fit, fit_child, profile_tolerance
+from worldgen.estimation import (
+    PROFILED,
+    Fit,
+    co_location_gap,
+    fit_child,
+    located_share_gaps,
+    profile_tolerance,
+)
 from worldgen.mechanisms import LINEAR_STATISTICS, MECHANISMS
 from worldgen.plan import file_of
 
@@ -45,8 +52,9 @@ SCALE_REALISED_LOW = 0.3  # a rating scale's ends flatten effects more, down to 
 LOCATED_KINDS = tuple(kind for kind, m in MECHANISMS.items() if m.shaped)  # shapes a share depends on being right
 
 
-def seal(contract: Contract, state: CanonicalState) -> Contract:
-    """Fill what depends on realised data (resolved parameters, phenomena, counts) and mark C sealed."""
+def seal(contract: Contract, state: CanonicalState, rows_lost: float = 0.0) -> Contract:
+    """Fill what depends on realised data (resolved parameters, phenomena, counts) and mark C sealed.
+    `rows_lost`: the share of a child's rows blanks will take from an analyst's fit (shares move with it)."""
     sealed = contract.model_copy(deep=True)
     for edge in sealed.edges:
         edge.params = state.params[f"{edge.parent}->{edge.child}"]
@@ -55,7 +63,11 @@ def seal(contract: Contract, state: CanonicalState) -> Contract:
     fits = {child: fit_child(sealed, state, child) for child in sorted({e.child for e in sealed.edges})}
     effects, unidentified = edge_phenomena(sealed, state, fits)
     unsure = {u.edge for u in unidentified}
-    sealed.phenomena = effects + _period_changes(sealed, state) + _attributions(sealed, fits, unsure)
+    sealed.phenomena = (
+        effects
+        + _period_changes(sealed, state)
+        + _attributions(sealed, state, fits, unsure, {ph.edge: ph.tolerance for ph in effects}, rows_lost)
+    )
     sealed.unidentified = unidentified
     for entity in sealed.entities:
         entity.count = len(state.column(entity.table, entity.key))
@@ -69,6 +81,7 @@ def edge_phenomena(
 ) -> tuple[list[Phenomenon], list[Unidentified]]:
     """One edge_effect phenomenon per identifiable edge, and the edges the data cannot pin down."""
     units_file = next(d.file for d in contract.deliverables if d.grain == "units")
+    located = _located_tolerances(contract, state, fits)
     out, unidentified = [], []
     for e in contract.edges:
         mechanism = MECHANISMS[e.kind]
@@ -79,10 +92,12 @@ def edge_phenomena(
             continue
         if stat in LINEAR_STATISTICS:
             target, se = fit.realised(e, mechanism)
-            tol = max(mechanism.business_share * abs(target), STANDARD_ERRORS * se)
+            # A co-parent located elsewhere within its tolerance moves this slope: the tolerance covers it.
+            moved = co_location_gap(contract, state, fit, e, located)
+            tol = max(mechanism.business_share * abs(target), STANDARD_ERRORS * se + moved)
             identified = math.isfinite(tol) and tol < abs(target) and _carried(e, fit, contract)
         else:
-            tol = max(tol, profile_tolerance(contract, state, fit, e) or math.inf)
+            tol = located[_id(e)]
             identified = tol <= _bound(stat, e)
         if not identified:
             unidentified.append(Unidentified(edge=_id(e), statistic=stat, reason=f"tolerance {tol:.4g} too wide"))
@@ -106,6 +121,17 @@ def edge_phenomena(
             )
         )
     return out, unidentified
+
+
+def _located_tolerances(contract: Contract, state: CanonicalState, fits: dict[str, Fit | None]) -> dict[str, float]:
+    """Edge id -> how far from the planted value the data let its location (step, bend, lag, swing) lie."""
+    out = {}
+    for e in contract.edges:
+        stat, _, tol = MECHANISMS[e.kind].statistic(e.params)
+        fit = fits.get(e.child)
+        if fit is not None and stat not in LINEAR_STATISTICS:
+            out[_id(e)] = max(tol, profile_tolerance(contract, state, fit, e) or math.inf)
+    return out
 
 
 def _carried(e: Edge, fit: Fit, contract: Contract) -> bool:
@@ -179,9 +205,18 @@ def _period_changes(contract: Contract, state: CanonicalState) -> list[Phenomeno
     return out
 
 
-def _attributions(contract: Contract, fits: dict[str, Fit | None], unsure: set[str]) -> list[Phenomenon]:
+def _attributions(
+    contract: Contract,
+    state: CanonicalState,
+    fits: dict[str, Fit | None],
+    unsure: set[str],
+    located: dict[str | None, float],
+    rows_lost: float,
+) -> list[Phenomenon]:
     """Each parent's share of a cause-task candidate's change, when it is material and does not cancel, and
-    when every driver's effect is carried by the data (a share needs the shape of each effect to be right)."""
+    when every driver's effect is carried by the data (a share needs the shape of each effect to be right).
+    A share's tolerance covers three standard errors and how far it moves when a step, bend or lag sits
+    anywhere its tolerance (`located`, by edge) allows."""
     half = contract.timeline.periods // 2
     out = []
     for node in cause_candidates(contract):
@@ -190,7 +225,7 @@ def _attributions(contract: Contract, fits: dict[str, Fit | None], unsure: set[s
         if fit is None or any(e.kind in LOCATED_KINDS or not e.kind for e in drivers_in_doubt):
             continue
         drivers = {e.parent for e in contract.edges if e.child == node and contract.variable(e.parent).grain != "unit"}
-        deltas, errors = fit.shares(half, drivers)
+        deltas, errors = fit.shares(half, drivers, rows_lost)
         if len(deltas) < 1:
             continue
         total = sum(deltas.values())
@@ -199,7 +234,12 @@ def _attributions(contract: Contract, fits: dict[str, Fit | None], unsure: set[s
         # (otherwise "explains 500% of the change" is noise over noise).
         if not material or sum(abs(d) for d in deltas.values()) > CANCELLATION_RATIO * abs(total):
             continue
-        tolerances = {p: max(SHARE_TOLERANCE, STANDARD_ERRORS * errors.get(p, math.inf)) for p in deltas}
+        gaps = dict.fromkeys(deltas, 0.0)
+        for e in contract.edges:
+            if e.child == node and e.parent in deltas and e.kind in PROFILED:
+                moved = located_share_gaps(contract, state, fit, e, located.get(_id(e), 0.0), half, drivers)
+                gaps = {p: gaps[p] + moved.get(p, 0.0) for p in deltas}
+        tolerances = {p: max(SHARE_TOLERANCE, STANDARD_ERRORS * errors.get(p, math.inf) + gaps[p]) for p in deltas}
         if max(tolerances.values()) > SHARE_BOUND:  # the data cannot split this change between its drivers
             continue
         for parent in sorted(deltas):

@@ -61,7 +61,7 @@ def synthesize(
     draft = build_contract(world, pack, dag, streams)
     lap("contract")
     draft.attempt, state = plant_trend(draft, streams)
-    contract = phenomena.seal(draft, state)
+    contract = phenomena.seal(draft, state, settings.rows_lost())
     lap("canonical")
     observed = observe.project(contract, state, streams.rng("defects"), settings)
     lap("projection")
