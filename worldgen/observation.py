@@ -63,8 +63,10 @@ def report(
 
 def _duration(v: Variable, latent: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """The latent duration times a mean-one log-normal: the mean stays the latent level, the spread grows
-    with it and the right tail is long, as waits, lead times and delays are."""
-    cv = DURATION_NOISE * v.sd / v.mean if v.mean > 0 else DURATION_NOISE
+    with it and the right tail is long, as waits, lead times and delays are. The luck is as wide as the
+    causes move the level (or as the variable's sd, if wider), so strong causes do not hide the tail."""
+    spread = max(v.sd, float(np.nanstd(latent))) if np.isfinite(latent).any() else v.sd
+    cv = DURATION_NOISE * spread / v.mean if v.mean > 0 else DURATION_NOISE
     sigma = np.sqrt(np.log1p(cv**2))
     luck = np.exp(sigma * rng.standard_normal(latent.shape) - sigma**2 / 2)
     return np.where(latent > 0, latent * luck, latent)
