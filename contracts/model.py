@@ -20,7 +20,7 @@ from contracts.safeio import MIB, read_json
 
 MAX_CONTRACT_BYTES = 16 * MIB  # ours are ~40 KiB
 
-SCHEMA_VERSION = "2.1"  # 2.1: calendars localised to the persona's country (country, holidays, seasonal)
+SCHEMA_VERSION = "2.2"  # 2.2: dated effects may need a country holiday (with_holiday); 2.1: localised calendars
 MECHANISM_KINDS = (
     "monotone",
     "threshold",
@@ -125,8 +125,9 @@ class DateEffect(_Model):
     """A holiday or seasonal event: `date` is MM-DD, MM-<weekday><n> for the n-th weekday of the month
     (e.g. 11-thu4 for the fourth Thursday of November; n = 5 is the last), or `easter` (Western Easter
     Sunday), shifted by `offset` days and lasting `days`. `factor` scales activity: 0 closes units, 0.5
-    halves activity, 3 triples it. In a pack, `countries` limits an event to some countries (ISO codes) and
-    a `seasonal` event follows the seasons (half a year later in the southern hemisphere)."""
+    halves activity, 3 triples it. In a pack, `countries` limits an event to some countries (ISO codes),
+    `with_holiday` to the countries whose public holidays include that date (a Christmas rush only where
+    Christmas is kept), and a `seasonal` event follows the seasons (half a year later in the south)."""
 
     date: str = Field(pattern=DATE_RULE)
     name: str
@@ -134,6 +135,7 @@ class DateEffect(_Model):
     offset: int = Field(default=0, ge=-60, le=60)
     days: int = Field(default=1, ge=1, le=31)
     countries: list[str] = Field(default_factory=list)
+    with_holiday: str | None = Field(default=None, pattern=DATE_RULE)
     seasonal: bool = False
 
 

@@ -58,6 +58,15 @@ def test_public_holidays_take_the_domains_response():
     assert dt.date(2024, 7, 4) not in closed  # not a German holiday
 
 
+@pytest.mark.parametrize(("domain", "event"), [("finance", "Christmas Eve"), ("marketing", "Christmas shopping peak")])
+def test_a_christmas_rush_happens_only_where_christmas_is_a_public_holiday(domain, event):
+    pack = get_pack(domain)
+    for region in ("Germany", "Lagos, Nigeria", "Manila, Philippines"):
+        assert event in _names(regional.localise(pack.calendar, pack.climate, region)[0]), region
+    for region in ("Tokyo, Japan", "Shanghai, China", "Istanbul, Turkey"):
+        assert event not in _names(regional.localise(pack.calendar, pack.climate, region)[0]), region
+
+
 def test_an_unknown_region_keeps_the_packs_climate_and_no_country_holidays():
     pack = get_pack("education")
     calendar, climate = regional.localise(pack.calendar, pack.climate, "Atlantis")
@@ -114,3 +123,17 @@ def test_the_calendar_multiplies_the_volume_so_a_quiet_weekday_is_quiet_at_every
     open_quiet = open_quiet[open_quiet > 0]
     observed = open_quiet.mean() / rate[:, weekday == busy][rate[:, weekday == busy] > 0].mean()
     assert observed == pytest.approx(weekly[quiet] / weekly[busy], rel=0.25)
+
+
+def test_a_national_firms_units_lie_in_its_countrys_regions():
+    """A haulier in Auckland has depots in New Zealand's regions, not the pack's US ones; a college keeps its
+    campuses; a place the table does not know keeps the pack's regions."""
+    hr, education = get_pack("hr"), get_pack("education")
+    assert hr.regions_scope == "national" and education.regions_scope == "local"
+    assert regional.regions_of("Auckland", hr.regions) == ["Auckland", "Wellington", "Canterbury", "Waikato", "Otago"]
+    assert regional.regions_of("Atlantis", hr.regions) == hr.regions
+    persona = next(p for p in builtin_personas() if p.domain == "hr" and p.region == "Melbourne")
+    world = WorldSpec(seed=0, index=0, size="small", persona=persona)
+    skeleton = sample_skeleton(hr, Streams(0, 0).rng("skeleton"), persona.focus)
+    contract = build_contract(world, hr, skeleton, Streams(0, 0))
+    assert "Victoria" in contract.regions and "Midwest" not in contract.regions

@@ -38,7 +38,7 @@ from contracts.model import (
 from worldgen import packs
 from worldgen.packs import DomainPack
 from worldgen.plan import plan_deliverables
-from worldgen.regional import localise
+from worldgen.regional import localise, regions_of
 from worldgen.seeding import Streams
 from worldgen.skeleton import Skeleton
 
@@ -95,7 +95,7 @@ def build_contract(world: WorldSpec, pack: DomainPack, skeleton: Skeleton, strea
         domain=pack.domain,
         persona=world.persona,
         timeline=timeline,
-        regions=list(pack.regions),
+        regions=regions_of(world.persona.region, pack.regions) if pack.regions_scope == "national" else pack.regions,
         calendar=calendar,
         climate=climate,
         entities=_entities(pack, units, parties, int(expected_events)),

@@ -171,6 +171,9 @@ class DomainPack(_Strict):
     title: str
     start: str = "2025-01-01"
     regions: list[str] = Field(min_length=2)
+    # "national": units lie in the persona's country's regions (a haulier in Melbourne has depots in
+    # Victoria and New South Wales, not the Midwest); "local": the pack's own (campuses, districts).
+    regions_scope: Literal["national", "local"] = "local"
     entities: Entities
     systems: list[System]
     variables: list[Variable]

@@ -5,8 +5,9 @@ A pack declares its domain's rhythm (weekly and monthly profiles, the domain's o
 activity responds to a public holiday (`calendar.holidays`); the country supplies which days those are.
 So a college in Melbourne closes on Anzac Day, not Thanksgiving, has its long break in December and January
 (its `seasonal` events and a `seasonal_months` profile move half a year), and its weather is Melbourne's.
+A pack whose units spread over a country (`regions_scope: national`) takes the country's regions too.
 The table of places and countries is `countries.yaml`. A region the table does not know keeps the pack's
-climate, its events that no country limits, and no public holidays.
+climate and regions, its events that no country limits, and no public holidays.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class Holiday(_Strict):
 
 class Country(_Strict):
     name: str
+    regions: list[str] = Field(min_length=3)  # its main sub-national regions, where a national firm's units lie
     climate: Climate
     holidays: list[Holiday] = Field(min_length=1)
 
@@ -76,12 +78,25 @@ def place_of(region: str) -> Place | None:
     return None
 
 
+def regions_of(region: str, fallback: list[str]) -> list[str]:
+    """The regions of the persona's country ("Melbourne, Australia" -> the Australian states), or `fallback`
+    where the table does not know the place."""
+    place = place_of(region)
+    return list(table().countries[place.country].regions) if place is not None else list(fallback)
+
+
 def localise(calendar: Calendar, climate: Climate | None, region: str) -> tuple[Calendar, Climate | None]:
     """The pack's calendar and climate as they are in the persona's region (see the module docstring)."""
     place = place_of(region)
     country = place.country if place is not None else None
     south = place is not None and place.climate.hemisphere == "south"
-    dates = [_settled(d, south) for d in calendar.dates if not d.countries or country in d.countries]
+    kept = {h.date for h in table().countries[country].holidays} if country is not None else None
+    dates = [
+        _settled(d, south)
+        for d in calendar.dates
+        if (not d.countries or country in d.countries)
+        and (d.with_holiday is None or kept is None or d.with_holiday in kept)
+    ]
     if place is not None and calendar.holidays is not None:
         response = calendar.holidays
         for h in table().countries[place.country].holidays:
@@ -101,4 +116,4 @@ def _settled(effect: DateEffect, south: bool) -> DateEffect:
     if south and effect.seasonal and date != "easter":
         month = (int(date[:2]) - 1 + SEASON_SHIFT_MONTHS) % 12 + 1
         date = f"{month:02d}{date[2:]}"
-    return effect.model_copy(update={"date": date, "countries": [], "seasonal": False})
+    return effect.model_copy(update={"date": date, "countries": [], "with_holiday": None, "seasonal": False})
