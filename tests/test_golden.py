@@ -24,9 +24,9 @@ from worldgen.write import write_world
 # sha256 over the sorted lines "<relative path>\0<sha256 of the file>\n" of contract.json, ledger.jsonl,
 # projection.json, canonical/ and observed/ (everything synthesis writes; the audit and tasks follow from them).
 GOLDEN = {
-    "small": "7d01b8db4974f892b1a4d07f57bcd241f2b10711683a45c791a66136c04e89d0",
-    "default": "d0384ce6ff47775e2e4268dacf2ff8248867401f1c3248579e66df1c6b3f31fc",
-    "large": "c69bdebde89bd1060f2945bb4118366955d6876c11a54fd7bf8b8beecf1ac14f",
+    "small": "e0ca1c0c970730b66f1fdd35b856a420f1c292bd5a6607930ed22b394d31c853",
+    "default": "8fe79ff6e436ca1fd1940f4ad44fba95ead3ef594c465e08bc8d2f73678d8054",
+    "large": "d098e1b3a9806169c2476be200bd35345c4cefe5e8910503e216a0c3b9d35718",
 }
 
 
