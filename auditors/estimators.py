@@ -171,10 +171,17 @@ class Lag(Estimator):
         rows_, panel = model.rows, model.rows.panels[e.parent]
         mean = np.nanmean(panel)
         known = model.carried(e.parent) if model.is_root(e.parent) else panel
+        lags = candidates.astype(np.int64)
+        # Each unit's series with its gaps at the mean and `longest` days of the mean before the timeline
+        # (a day before it is unknown): every lag of a row is then one contiguous run of a window, gathered
+        # at once instead of one scattered read per row and lag (the same values, no arithmetic).
+        longest = int(lags.max(initial=0))
+        padded = np.full((panel.shape[0], panel.shape[1] + longest), mean)
+        padded[:, longest:] = np.where(np.isnan(known), mean, known)
+        windows = np.lib.stride_tricks.sliding_window_view(padded, longest + 1, axis=1)
         # A day before the timeline reads from its end, as indexing the lagged panel by it does.
-        day = (rows_.day[rows] % panel.shape[1])[:, None] - candidates.astype(np.int64)[None, :]
-        values = np.where(day >= 0, known[rows_.unit_index[rows][:, None], np.maximum(day, 0)], mean)
-        return np.where(np.isnan(values), mean, values)
+        day = rows_.day[rows] % panel.shape[1]
+        return windows[rows_.unit_index[rows], day][:, longest - lags]
 
     def candidates(self, model, e):
         return np.arange(0, MAX_LAG + 1, dtype=float)
