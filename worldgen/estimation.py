@@ -139,11 +139,12 @@ def co_location_gap(contract: Contract, state: CanonicalState, fit: Fit, e: Edge
 
 
 def located_share_gaps(
-    contract: Contract, state: CanonicalState, fit: Fit, e: Edge, tolerance: float, half: int, drivers: set[str]
+    contract: Contract, state: CanonicalState, fit: Fit, e: Edge, tolerance: float, drivers: set[str]
 ) -> dict[str, float]:
     """How far each driver's share moves when a step, bend or lag sits anywhere the data allow (within the
     edge's tolerance of the planted value) and its slope is refitted there: an analyst's share is only as
     good as the location it rests on."""
+    half = contract.timeline.periods // 2
     deltas = fit.deltas(half, drivers)
     x = state.inputs.get(f"{e.parent}->{e.child}")
     total = sum(deltas.values())

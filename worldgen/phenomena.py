@@ -237,7 +237,7 @@ def _attributions(
         gaps = dict.fromkeys(deltas, 0.0)
         for e in contract.edges:
             if e.child == node and e.parent in deltas and e.kind in PROFILED:
-                moved = located_share_gaps(contract, state, fit, e, located.get(_id(e), 0.0), half, drivers)
+                moved = located_share_gaps(contract, state, fit, e, located.get(_id(e), 0.0), drivers)
                 gaps = {p: gaps[p] + moved.get(p, 0.0) for p in deltas}
         tolerances = {p: max(SHARE_TOLERANCE, STANDARD_ERRORS * errors.get(p, math.inf) + gaps[p]) for p in deltas}
         if max(tolerances.values()) > SHARE_BOUND:  # the data cannot split this change between its drivers
