@@ -60,7 +60,7 @@ def to_ranges(rows: np.ndarray) -> list[list[int]]:
     breaks = np.flatnonzero(np.diff(rows) != 1)
     starts = np.concatenate([[rows[0]], rows[breaks + 1]])
     stops = np.concatenate([rows[breaks] + 1, [rows[-1] + 1]])
-    return [[int(a), int(b)] for a, b in zip(starts, stops, strict=True)]
+    return np.stack([starts, stops], axis=1).tolist()  # Python ints, as the JSON record holds them
 
 
 def from_ranges(ranges: list[list[int]]) -> np.ndarray:
