@@ -123,17 +123,28 @@ def _table_view(d: Deliverable, contract: Contract, state: CanonicalState) -> pl
         table, column = c.source.split(".", 1)
         key = shown(d, c)
         if key is not None:  # the entity's key as this system shows it
-            values = state.column(*key)[state.column(base, column)[keep] - 1]
+            values = _take(state.column(*key), state.column(base, column)[keep] - 1)
         elif table == "units" and base != "units":  # a unit attribute looked up through the row's unit
-            values = state.column("units", column)[state.column(base, "unit_id")[keep] - 1]
+            values = _take(state.column("units", column), state.column(base, "unit_id")[keep] - 1)
         else:
-            values = state.column(table, column)[keep]
-        if values.dtype.kind == "f" and c.decimals is not None:
+            values = _take(state.column(table, column), keep)
+        if isinstance(values, np.ndarray) and values.dtype.kind == "f" and c.decimals is not None:
             values = np.round(values, c.decimals)
             if c.decimals == 0 and column not in drifting and np.isfinite(values).all():
                 values = values.astype(np.int64)  # whole numbers are reported as integers
         cols[c.name] = values
     return pl.DataFrame(cols, nan_to_null=True)
+
+
+def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray | pl.Series:
+    """values[rows]; text looked up for more rows than it has (a unit's name on each of its events) is
+    gathered by polars from a series of the table's own rows, since a numpy array of Python strings costs
+    ~60 ns a row to become a frame's column."""
+    if values.dtype == object and len(rows) > len(values):
+        series = pl.Series(values)
+        if series.dtype == pl.String:
+            return series.gather(rows)
+    return values[rows]
 
 
 def _reported_rows(d: Deliverable, contract: Contract, state: CanonicalState) -> np.ndarray:
