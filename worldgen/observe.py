@@ -384,11 +384,13 @@ def render(frame: pl.DataFrame, d: Deliverable, contract: Contract) -> pl.DataFr
     start = dt.date.fromisoformat(contract.timeline.start)
     prefixes = {e.table: e.prefix for e in contract.entities}
     native = d.format in {"parquet", "xlsx"}
-    rendered = []
+    columns = []  # the file's columns in its order, then those a schema drift added; a frame of them is free
     for c in d.columns:
-        if c.format is None or c.name not in frame.columns or c.format in ("name", "uuid"):
+        if c.name not in frame.columns:
             continue
-        rendered.append(_render_column(frame[c.name], c, start, prefixes, native).alias(c.name))
-    out = frame.with_columns(rendered) if rendered else frame
-    drift_columns = [c for c in out.columns if c not in {x.name for x in d.columns}]
-    return out.select([c.name for c in d.columns if c.name in out.columns] + drift_columns)
+        if c.format is None or c.format in ("name", "uuid"):
+            columns.append(frame[c.name])
+        else:
+            columns.append(_render_column(frame[c.name], c, start, prefixes, native).alias(c.name))
+    named = {c.name for c in d.columns}
+    return pl.DataFrame(columns + [frame[c] for c in frame.columns if c not in named])
