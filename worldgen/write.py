@@ -65,7 +65,10 @@ def write_observed(df: pl.DataFrame, path: Path, fmt: str, system_label: str, sh
             df.write_ndjson(path)
         case "json":  # an export envelope around the records, as business APIs ship them
             header = json.dumps({"system": system_label, "record_count": df.height})[:-1]
-            path.write_text(f'{header}, "records": {df.write_json()}}}\n', encoding="utf-8")
+            with path.open("wb") as f:  # polars writes its UTF-8 bytes straight in, not via a Python str
+                f.write(f'{header}, "records": '.encode())
+                df.write_json(f)
+                f.write(b"}\n")
         case "xlsx":
             write_xlsx(df, path, sheets_by)
         case _:
