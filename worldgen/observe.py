@@ -301,7 +301,8 @@ def with_day(frame: pl.DataFrame, d: Deliverable) -> pl.DataFrame:
     return frame
 
 
-def _render_key(column: pl.Expr, template: str, prefix: str) -> pl.Expr:
+def _render_key(column: pl.Expr, template: str, prefix: str, bounds: tuple[int, int] | None = None) -> pl.Expr:
+    """The key template's text of an integer column; `bounds`, the column's (min, max) where known."""
     fields = {"P": prefix.upper(), "p": prefix.lower(), "PP": (prefix.upper() * 2)[:3]}
     parts: list[pl.Expr] = []
     for token in re.split(r"(\{[^}]+\})", template):
@@ -309,8 +310,13 @@ def _render_key(column: pl.Expr, template: str, prefix: str) -> pl.Expr:
             continue
         if token.startswith("{n"):
             width = re.search(r":0(\d+)d", token)
-            text = column.cast(pl.String)
-            parts.append(text.str.zfill(int(width.group(1))) if width else text)
+            top = 10 ** int(width.group(1)) if width else 0
+            if width and bounds is not None and 0 <= bounds[0] and bounds[1] < top:
+                # n + 10**w has w + 1 digits, a leading 1 and then n zero-padded: half zfill's cost
+                parts.append((column + top).cast(pl.String).str.slice(1))
+            else:
+                text = column.cast(pl.String)
+                parts.append(text.str.zfill(int(width.group(1))) if width else text)
         elif token.startswith("{"):
             parts.append(pl.lit(fields[token[1:-1]]))
         else:
@@ -361,7 +367,10 @@ def _render_column(values: pl.Series, c: DeliveredColumn, start: dt.date, prefix
     key_template = template(c)
     if key_template is not None:
         entity = {"events.event_id": "events"}.get(c.source, "parties" if "party" in column else "units")
-        key = lambda col: _render_key(col, key_template, prefixes[entity])  # noqa: E731
+        bounds = (
+            (values.min(), values.max()) if values.dtype.is_integer() and values.null_count() < len(values) else None
+        )
+        key = lambda col: _render_key(col, key_template, prefixes[entity], bounds)  # noqa: E731
         return _via_lookup(values, key, repeats=entity != "events")
     if column.endswith("time") and native:
         stamp = pl.lit(dt.datetime.combine(start, dt.time())) + pl.duration(seconds=pl.col(values.name))
