@@ -44,20 +44,25 @@ def _faker() -> Faker:
     return Faker("en_US")
 
 
-def draw_entities(contract: Contract, rng: np.random.Generator) -> dict[str, dict[str, np.ndarray]]:
+def draw_entities(contract: Contract, rng: np.random.Generator, named: bool = True) -> dict[str, dict[str, np.ndarray]]:
+    """Units, parties and the unit-day panel. `named=False` leaves every name empty and draws the rest
+    exactly as with names (unit names come from Faker's own generator, party names' draws are still made),
+    for a trend probe that never shows a name."""
     fake = _faker()
-    fake.seed_instance(int(rng.integers(2**31)))
-    units = _units(contract, fake, rng)
-    parties = _parties(contract, fake, rng, _region_weights(contract, units))
+    seed = int(rng.integers(2**31))
+    if named:
+        fake.seed_instance(seed)
+    units = _units(contract, fake if named else None, rng)
+    parties = _parties(contract, rng, _region_weights(contract, units), named)
     return {"units": units, "parties": parties, "panel": _panel(contract, units, rng)}
 
 
-def _units(contract: Contract, fake: Faker, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def _units(contract: Contract, fake: Faker | None, rng: np.random.Generator) -> dict[str, np.ndarray]:
     unit, periods, c = contract.entity("unit"), contract.timeline.periods, contract.calendar
     U = unit.count
     names: list[str] = []
     seen: set[str] = set()
-    for i in range(U):
+    for i in range(U if fake is not None else 0):
         name = _unit_name(fake, unit.name_style or "company", unit.name, i)
         while name in seen:  # names must identify units within a system
             name = f"{name} {fake.city_suffix()}"
@@ -73,7 +78,7 @@ def _units(contract: Contract, fake: Faker, rng: np.random.Generator) -> dict[st
     table = {
         "unit_id": np.arange(1, U + 1, dtype=np.int64),
         "code": (rng.choice(UNIT_CODES[1] - UNIT_CODES[0], U, replace=False) + UNIT_CODES[0]).astype(np.int64),
-        "name": np.array(names, dtype=object),
+        "name": np.array(names, dtype=object) if fake is not None else np.full(U, "", dtype=object),
         "region": regions[rng.integers(len(regions), size=U)],
         cap.name: capacity,
         "open_from": opens.astype(np.int64),
@@ -92,11 +97,12 @@ def _region_weights(contract: Contract, units: dict[str, np.ndarray]) -> np.ndar
     return (1 - EVEN_REGION_SHARE) * held / held.sum() + EVEN_REGION_SHARE / len(regions)
 
 
-def _parties(contract: Contract, fake: Faker, rng: np.random.Generator, where: np.ndarray) -> dict[str, np.ndarray]:
+def _parties(contract: Contract, rng: np.random.Generator, where: np.ndarray, named: bool) -> dict[str, np.ndarray]:
     shape, n, periods = contract.parties, contract.entity("party").count, contract.timeline.periods
-    first = np.array(sorted(_faker_list(fake, "first_names")), dtype=object)
-    last = np.array(sorted(_faker_list(fake, "last_names")), dtype=object)
-    names = first[rng.integers(len(first), size=n)] + " " + last[rng.integers(len(last), size=n)]
+    first, last = _name_list("first_names"), _name_list("last_names")
+    first_pick = rng.integers(len(first), size=n)
+    last_pick = rng.integers(len(last), size=n)
+    names = first[first_pick] + " " + last[last_pick] if named else np.full(n, "", dtype=object)
     regions = np.array(contract.regions, dtype=object)
     table = {
         "party_id": np.arange(1, n + 1, dtype=np.int64),
@@ -135,10 +141,12 @@ def _panel(contract: Contract, units: dict[str, np.ndarray], rng: np.random.Gene
     }
 
 
-def _faker_list(fake: Faker, attr: str) -> list[str]:
-    provider = next(p for p in fake.providers if hasattr(p, attr))
+@functools.cache
+def _name_list(attr: str) -> np.ndarray:
+    """Faker's word list `attr` (first or last names), sorted: the same for every world, so built once."""
+    provider = next(p for p in _faker().providers if hasattr(p, attr))
     values = getattr(provider, attr)
-    return list(values.keys() if isinstance(values, dict) else values)
+    return np.array(sorted(values.keys() if isinstance(values, dict) else values), dtype=object)
 
 
 def _unit_name(fake: Faker, style: str, noun: str, i: int) -> str:
@@ -156,24 +164,17 @@ def draw_events(
     counts: np.ndarray, contract: Contract, grid: Grid, units: dict, parties: dict, rng: np.random.Generator
 ) -> dict[str, np.ndarray]:
     """Expand per-cell counts into event rows: time of day, party, amount, completion and answer times."""
-    flat = counts.reshape(-1)
-    cells = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
-    unit_idx, day = cells // grid.periods, cells % grid.periods
-    time = day * 86400 + _seconds_of_day(contract, cells.size, rng)
-    order = np.lexsort((unit_idx, time))
-    unit_idx, day, time = unit_idx[order], day[order], time[order]
-    grid.set_events(unit_idx, day)
+    unit_idx, day, time = place_events(counts, contract, grid, rng)
+    n = len(day)
     party = _parties_for(contract, units["region"][unit_idx], day, parties, rng)
     amount = contract.measures.amount
     sigma = np.sqrt(np.log1p((amount.sd / amount.mean) ** 2))
-    values = rng.lognormal(np.log(amount.mean) - sigma**2 / 2, sigma, cells.size)
+    values = rng.lognormal(np.log(amount.mean) - sigma**2 / 2, sigma, n)
     shape = contract.events
-    completion = time + 3600 * shape.completion_hours * np.exp(COMPLETION_SPREAD * rng.standard_normal(cells.size))
-    answered = completion + 3600 * shape.feedback_delay_hours * np.exp(
-        FEEDBACK_SPREAD * rng.standard_normal(cells.size)
-    )
+    completion = time + 3600 * shape.completion_hours * np.exp(COMPLETION_SPREAD * rng.standard_normal(n))
+    answered = completion + 3600 * shape.feedback_delay_hours * np.exp(FEEDBACK_SPREAD * rng.standard_normal(n))
     out = {
-        "event_id": np.arange(1, cells.size + 1, dtype=np.int64),
+        "event_id": np.arange(1, n + 1, dtype=np.int64),
         "unit_id": unit_idx + 1,
         "party_id": party,
         "day": day,
@@ -183,10 +184,32 @@ def draw_events(
         amount.name: np.round(np.clip(values, amount.min, amount.max), amount.decimals),
     }
     if shape.key_style == "uuid":
-        out["uuid"] = _uuids(cells.size, rng)
+        out["uuid"] = _uuids(n, rng)
     else:  # the event system's running number
         out["code"] = out["event_id"] + shape.key_offset
     return out
+
+
+def place_events(
+    counts: np.ndarray, contract: Contract, grid: Grid, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each event's unit (0-based), day and time in seconds, in time order, registered on the grid: the
+    events' first draws from the volume step's stream."""
+    flat = counts.reshape(-1)
+    cells = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
+    unit_idx, day = cells // grid.periods, cells % grid.periods
+    time = day * 86400 + _seconds_of_day(contract, cells.size, rng)
+    order = _stable_order(time * grid.units + unit_idx, cells.size)  # by time, then unit, then cell
+    unit_idx, day, time = unit_idx[order], day[order], time[order]
+    grid.set_events(unit_idx, day)
+    return unit_idx, day, time
+
+
+def event_keys(counts: np.ndarray, contract: Contract, grid: Grid, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Only the events' ids, units and days, as `draw_events` has them, for a trend probe that needs no more
+    of them and draws nothing after them from this stream."""
+    unit_idx, day, _ = place_events(counts, contract, grid, rng)
+    return {"event_id": np.arange(1, len(day) + 1, dtype=np.int64), "unit_id": unit_idx + 1, "day": day}
 
 
 def _seconds_of_day(contract: Contract, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -213,19 +236,22 @@ def _parties_for(contract: Contract, unit_region: np.ndarray, day: np.ndarray, p
     activity = rng.gamma(shape.loyalty, 1.0, len(parties["party_id"]))
     chosen = np.zeros(len(day), dtype=np.int64)
     home = rng.random(len(day)) < shape.home_share
-    pools = [(np.arange(len(parties["party_id"])), ~home)]
+    signup = parties["signup_day"]
+    pools = [(_Pool(np.arange(len(parties["party_id"])), signup, activity), ~home)]
     for region in contract.regions:
         members = np.flatnonzero(parties["region"] == region)
         if members.size == 0:  # nobody lives there: anyone eligible
             members = np.arange(len(parties["party_id"]))
-        pools.append((members, home & (unit_region == region)))
+        pools.append((_Pool(members, signup, activity), home & (unit_region == region)))
     todo = np.ones(len(day), dtype=bool)
     rounds = CAP_ROUNDS if contract.entity("party").name_style == "person" else 1
-    for _ in range(rounds):
-        for members, mine in pools:
+    for round_ in range(rounds):
+        for pool, mine in pools:
             redo = mine & todo
             if redo.any():
-                chosen[redo] = _draw_eligible(members, parties["signup_day"], activity, day[redo], rng)
+                chosen[redo] = pool.draw(day[redo], rng)
+        if round_ == rounds - 1:  # no round left to redraw in: which events are over the cap does not matter
+            break
         todo = _over_cap(chosen, day)
         if not todo.any():
             break
@@ -234,23 +260,41 @@ def _parties_for(contract: Contract, unit_region: np.ndarray, day: np.ndarray, p
 
 def _over_cap(chosen: np.ndarray, day: np.ndarray) -> np.ndarray:
     """Events beyond the first PERSON_DAY_CAP of their party's day (in row order)."""
-    order = np.lexsort((np.arange(len(day)), day, chosen))
-    key = chosen[order] * (int(day.max(initial=0)) + 1) + day[order]
-    starts = np.r_[True, key[1:] != key[:-1]]
-    run_start = np.maximum.accumulate(np.where(starts, np.arange(len(key)), 0))
-    over = np.zeros(len(day), dtype=bool)
-    over[order] = np.arange(len(key)) - run_start >= PERSON_DAY_CAP
+    n, days = len(day), int(day.max(initial=0)) + 1
+    key = chosen * days + day
+    order = _stable_order(key, n)
+    ranked = key[order]
+    over = np.zeros(n, dtype=bool)
+    # Sorted by (party-day, row), an event is over the cap when the one PERSON_DAY_CAP places earlier shares
+    # its party-day.
+    over[order[PERSON_DAY_CAP:]] = ranked[PERSON_DAY_CAP:] == ranked[:-PERSON_DAY_CAP]
     return over
 
 
-def _draw_eligible(members: np.ndarray, signup: np.ndarray, activity: np.ndarray, day: np.ndarray, rng) -> np.ndarray:
-    """Draw, for each day, one member who signed up on or before it, in proportion to activity."""
-    members = members[np.argsort(signup[members], kind="stable")]
-    cumulative = np.cumsum(activity[members])
-    eligible = np.searchsorted(signup[members], day, side="right")
-    eligible = np.maximum(eligible, 1)  # a day before anyone signed up falls to the earliest member
-    pick = np.searchsorted(cumulative, rng.random(len(day)) * cumulative[eligible - 1], side="right")
-    return members[np.minimum(pick, eligible - 1)]
+def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
+    """The stable argsort of non-negative int64 keys (ties in row order), as np.lexsort((arange(n), key))
+    gives it. The row number is packed below the key so that every value is distinct and a plain sort,
+    several times faster than a stable argsort, gives the same order; keys too large to pack fall back."""
+    if n == 0 or int(key.max()) >= np.iinfo(np.int64).max // n:
+        return np.argsort(key, kind="stable")
+    return np.sort(key * n + np.arange(n, dtype=np.int64)) % n
+
+
+class _Pool:
+    """The parties one draw picks from, sorted by sign-up day once for every round of draws (the stable
+    sort keeps equal sign-up days in member order)."""
+
+    def __init__(self, members: np.ndarray, signup: np.ndarray, activity: np.ndarray) -> None:
+        self.members = members[np.argsort(signup[members], kind="stable")]
+        self.signup = signup[self.members]
+        self.cumulative = np.cumsum(activity[self.members])
+
+    def draw(self, day: np.ndarray, rng) -> np.ndarray:
+        """For each day, one member who signed up on or before it, in proportion to activity."""
+        eligible = np.searchsorted(self.signup, day, side="right")
+        eligible = np.maximum(eligible, 1)  # a day before anyone signed up falls to the earliest member
+        pick = np.searchsorted(self.cumulative, rng.random(len(day)) * self.cumulative[eligible - 1], side="right")
+        return self.members[np.minimum(pick, eligible - 1)]
 
 
 def _uuids(n: int, rng: np.random.Generator) -> np.ndarray:
