@@ -180,9 +180,9 @@ def profile_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Ed
     planted = {"threshold": e.params.get("tau"), "lag": e.params.get("lag")}.get(e.kind)
     if e.kind == "saturation":
         planted = e.params["origin"] + e.params["kappa"] * np.log(2)
-    F = np.column_stack([feature(theta) for theta in candidates])
+    F = _feature_matrix(feature, candidates)
     r = partial[pick] - partial[pick].mean()
-    F = F - F.mean(axis=0)
+    F -= F.mean(axis=0)
     norms = np.einsum("ij,ij->j", F, F)
     explained = np.where(norms > 1e-12, (F.T @ r) ** 2 / np.maximum(norms, 1e-12), 0.0)
     sse = float(r @ r) - explained
@@ -192,6 +192,59 @@ def profile_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Ed
     resolution = float(np.median(np.diff(np.sort(np.unique(stats))))) if len(np.unique(stats)) > 1 else 0.0
     spread = float(np.max(np.abs(stats[inside] - planted)))
     return PROFILE_SAFETY * (spread + resolution)
+
+
+def _feature_matrix(feature, candidates: np.ndarray) -> np.ndarray:
+    """Every candidate's feature as a column of one (rows, candidates) array in C order, as column_stack
+    builds it (the profile's sums then run in the same order), all at once when the feature can."""
+    if isinstance(feature, _Columns):
+        return feature.columns(candidates)
+    return np.column_stack([feature(theta) for theta in candidates])
+
+
+class _Columns:
+    """A feature of the picked rows for one candidate (`feature(theta)`) that can also build the columns
+    of many candidates at once (`columns(thetas)`), with the same values bit for bit."""
+
+    def __call__(self, theta: float) -> np.ndarray:
+        raise NotImplementedError
+
+    def columns(self, thetas: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class _Step(_Columns):
+    """A step's feature: whether the parent exceeds the candidate location."""
+
+    seen: np.ndarray
+
+    def __call__(self, theta: float) -> np.ndarray:
+        return (self.seen > theta).astype(float)
+
+    def columns(self, thetas: np.ndarray) -> np.ndarray:
+        return (self.seen[:, None] > thetas[None, :]).astype(float)
+
+
+@dataclass(frozen=True)
+class _Curve(_Columns):
+    """A saturation curve's feature, `saturation_curve(seen, 1, theta, origin)`, computed on the distinct
+    parent values only (a daily parent repeats on every event of its day) with the same operations in the
+    same order, then spread back to the rows."""
+
+    seen: np.ndarray
+    origin: float
+
+    def __call__(self, theta: float) -> np.ndarray:
+        return saturation_curve(self.seen, 1.0, theta, self.origin)
+
+    def columns(self, thetas: np.ndarray) -> np.ndarray:
+        values, inverse = np.unique(self.seen, return_inverse=True)
+        drop = np.negative(np.maximum(np.subtract(values, self.origin), 0.0))
+        curve = np.divide(drop[:, None], np.asarray(thetas, dtype=float)[None, :])
+        np.expm1(curve, out=curve)
+        np.negative(curve, out=curve)  # times an amplitude of 1: the same bits
+        return curve[inverse.reshape(-1)]
 
 
 def _subset(n: int) -> np.ndarray:
@@ -230,15 +283,17 @@ def _candidates(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x:
     if e.kind == "threshold":
         levels = np.unique(np.nanquantile(seen.reshape(-1), THRESHOLD_QUANTILES))
         grid = (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
+        if not fit.rolled:
+            return grid, float, _Step(seen.reshape(-1))
         return grid, float, lambda theta: on_rows((seen > theta).astype(float))
     if e.kind != "saturation":  # a new located mechanism needs its own candidates here (and in the auditor)
         raise NotImplementedError(f"no profile for mechanism kind {e.kind!r}")
     scales = p["parent_sd"] * SATURATION_SCALES
-    return (
-        scales,
-        lambda theta: p["origin"] + theta * np.log(2),
-        lambda theta: on_rows(saturation_curve(seen, 1.0, theta, p["origin"])),
-    )
+    if fit.rolled:
+        curve = lambda theta: on_rows(saturation_curve(seen, 1.0, theta, p["origin"]))  # noqa: E731
+    else:
+        curve = _Curve(seen.reshape(-1), float(p["origin"]))
+    return scales, lambda theta: p["origin"] + theta * np.log(2), curve
 
 
 def _seasonal_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Edge) -> float:
