@@ -22,7 +22,7 @@ import numpy as np
 from contracts.calendar import levels
 from contracts.hashing import column_sha256
 from contracts.model import Contract, Edge, Variable, structural_edges
-from worldgen.entities import draw_entities, draw_events, event_keys
+from worldgen.entities import draw_entities, draw_events
 from worldgen.grid import Grid
 from worldgen.mechanisms import MECHANISMS, Scale, resolve
 from worldgen.observation import report, respond
@@ -106,7 +106,7 @@ class Step:
     grid: Grid
     rng: np.random.Generator
     outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
-    event_keys_only: bool = False  # a probe's volume step: events need only their keys (see `probe`)
+    event_detail: str = "full"  # a trend probe's events: "draws" or "keys" (see `probe`, `draw_events`)
 
     def lookup(self, table: str, name: str) -> np.ndarray:
         if table in self.outputs and name in self.outputs[table]:
@@ -180,8 +180,9 @@ def probe(contract: Contract, streams: Streams, attempt: int, upto: int, target:
     depends on through layer `upto`: enough to judge the trend of an attempt that will most likely be
     thrown away, at a fraction of its cost. No ledger, no hashes, no names (Faker has its own generator).
     A step's variables share its stream in order, so a variable drawn before a needed one in its step is
-    still drawn; those after the last needed one are not; and the volume's events get only their keys when
-    nothing after them in that step draws from the stream. Steps past `upto` cannot change the target."""
+    still drawn; those after the last needed one are not; and the events skip the columns no draw depends
+    on, or every draw after their keys when nothing after them in their step draws from the stream
+    (`draw_events`'s detail). Steps past `upto` cannot change the target."""
     needed = _needed(contract, target, upto)
     state = CanonicalState()
     grid = Grid(contract.entity("unit").count, contract.timeline.periods)
@@ -192,7 +193,7 @@ def probe(contract: Contract, streams: Streams, attempt: int, upto: int, target:
         if not drawn:
             continue  # every step has its own stream: skipping one moves no other step's draws
         ctx = Step(contract, state, grid, streams.rng("canonical", attempt, layer + 1))
-        ctx.event_keys_only = contract.variable(drawn[-1]).role == "volume"
+        ctx.event_detail = "keys" if contract.variable(drawn[-1]).role == "volume" else "draws"
         for name in drawn:
             _draw_into(ctx, contract.variable(name), parents_of[name])
         state.commit(ctx.outputs)
@@ -241,11 +242,8 @@ def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:
         counts = ctx.rng.poisson(rate).astype(np.int64)
         ctx.outputs.setdefault("panel", {})[v.name] = counts.reshape(-1)
         ctx.outputs["panel"][f"{v.name}_expected"] = rate.reshape(-1)
-        units, parties = ctx.state.tables["units"], ctx.state.tables["parties"]
-        if ctx.event_keys_only:
-            ctx.outputs["events"] = event_keys(counts, ctx.contract, ctx.grid, ctx.rng)
-        else:
-            ctx.outputs["events"] = draw_events(counts, ctx.contract, ctx.grid, units, parties, ctx.rng)
+        tables = ctx.state.tables
+        ctx.outputs["events"] = draw_events(counts, ctx.contract, ctx.grid, tables, ctx.rng, ctx.event_detail)
         return
     values = _reported(ctx, v, latent, bool(edges))
     if v.observe == "scale":

@@ -161,12 +161,19 @@ def _unit_name(fake: Faker, style: str, noun: str, i: int) -> str:
 
 
 def draw_events(
-    counts: np.ndarray, contract: Contract, grid: Grid, units: dict, parties: dict, rng: np.random.Generator
+    counts: np.ndarray, contract: Contract, grid: Grid, tables: dict, rng: np.random.Generator, detail: str = "full"
 ) -> dict[str, np.ndarray]:
-    """Expand per-cell counts into event rows: time of day, party, amount, completion and answer times."""
+    """Expand per-cell counts into event rows: time of day, party, amount, completion and answer times.
+    For a trend probe, which reads only the events' units and days, `detail` "draws" makes every draw the
+    full table makes (the stream moves on exactly as it would) but leaves out the party and UUID columns,
+    whose work no later draw needs unless a person's cap redraws parties; "keys" stops after the units,
+    days and times, when nothing else draws from this stream."""
     unit_idx, day, time = place_events(counts, contract, grid, rng)
     n = len(day)
-    party = _parties_for(contract, units["region"][unit_idx], day, parties, rng)
+    if detail == "keys":
+        return {"event_id": np.arange(1, n + 1, dtype=np.int64), "unit_id": unit_idx + 1, "day": day}
+    probe = detail == "draws"
+    party = _parties_for(contract, tables["units"]["region"][unit_idx], day, tables["parties"], rng, not probe)
     amount = contract.measures.amount
     sigma = np.sqrt(np.log1p((amount.sd / amount.mean) ** 2))
     values = rng.lognormal(np.log(amount.mean) - sigma**2 / 2, sigma, n)
@@ -176,7 +183,7 @@ def draw_events(
     out = {
         "event_id": np.arange(1, n + 1, dtype=np.int64),
         "unit_id": unit_idx + 1,
-        "party_id": party,
+        **({"party_id": party} if party is not None else {}),
         "day": day,
         "time": time.astype(np.int64),
         "completion_time": completion.astype(np.int64),
@@ -184,7 +191,9 @@ def draw_events(
         amount.name: np.round(np.clip(values, amount.min, amount.max), amount.decimals),
     }
     if shape.key_style == "uuid":
-        out["uuid"] = _uuids(n, rng)
+        raw = rng.integers(0, 2**63, size=(n, 2), dtype=np.int64)
+        if not probe:
+            out["uuid"] = _uuids(raw)
     else:  # the event system's running number
         out["code"] = out["event_id"] + shape.key_offset
     return out
@@ -205,13 +214,6 @@ def place_events(
     return unit_idx, day, time
 
 
-def event_keys(counts: np.ndarray, contract: Contract, grid: Grid, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Only the events' ids, units and days, as `draw_events` has them, for a trend probe that needs no more
-    of them and draws nothing after them from this stream."""
-    unit_idx, day, _ = place_events(counts, contract, grid, rng)
-    return {"event_id": np.arange(1, len(day) + 1, dtype=np.int64), "unit_id": unit_idx + 1, "day": day}
-
-
 def _seconds_of_day(contract: Contract, n: int, rng: np.random.Generator) -> np.ndarray:
     """A mixture of the calendar's intraday peaks and an even spread over the opening hours."""
     c = contract.calendar
@@ -229,27 +231,37 @@ def _seconds_of_day(contract: Contract, n: int, rng: np.random.Generator) -> np.
     return np.minimum((hours * 3600).astype(np.int64), int(closing * 3600) - 1)
 
 
-def _parties_for(contract: Contract, unit_region: np.ndarray, day: np.ndarray, parties: dict, rng) -> np.ndarray:
+def _parties_for(
+    contract: Contract, unit_region: np.ndarray, day: np.ndarray, parties: dict, rng, choose: bool = True
+) -> np.ndarray | None:
     """Each event's party: someone signed up by that day, usually from the unit's region, busier parties
-    more often (gamma-distributed activity); a person has at most PERSON_DAY_CAP events a day."""
+    more often (gamma-distributed activity); a person has at most PERSON_DAY_CAP events a day. With
+    `choose` False, only the draws are made when that is possible (one round: no cap to redraw for) and
+    None is returned."""
     shape = contract.parties
+    rounds = CAP_ROUNDS if contract.entity("party").name_style == "person" else 1
+    choose = choose or rounds > 1  # how many a cap redraws depends on who was chosen
     activity = rng.gamma(shape.loyalty, 1.0, len(parties["party_id"]))
     chosen = np.zeros(len(day), dtype=np.int64)
     home = rng.random(len(day)) < shape.home_share
     signup = parties["signup_day"]
-    pools = [(_Pool(np.arange(len(parties["party_id"])), signup, activity), ~home)]
+    everyone = np.arange(len(parties["party_id"]))
+    pools = [(_Pool(everyone, signup, activity) if choose else None, ~home)]
     for region in contract.regions:
         members = np.flatnonzero(parties["region"] == region)
         if members.size == 0:  # nobody lives there: anyone eligible
-            members = np.arange(len(parties["party_id"]))
-        pools.append((_Pool(members, signup, activity), home & (unit_region == region)))
+            members = everyone
+        pools.append((_Pool(members, signup, activity) if choose else None, home & (unit_region == region)))
     todo = np.ones(len(day), dtype=bool)
-    rounds = CAP_ROUNDS if contract.entity("party").name_style == "person" else 1
     for round_ in range(rounds):
         for pool, mine in pools:
             redo = mine & todo
             if redo.any():
-                chosen[redo] = pool.draw(day[redo], rng)
+                luck = rng.random(int(redo.sum()))
+                if choose:
+                    chosen[redo] = pool.draw(day[redo], luck)
+        if not choose:
+            return None
         if round_ == rounds - 1:  # no round left to redraw in: which events are over the cap does not matter
             break
         todo = _over_cap(chosen, day)
@@ -289,18 +301,20 @@ class _Pool:
         self.signup = signup[self.members]
         self.cumulative = np.cumsum(activity[self.members])
 
-    def draw(self, day: np.ndarray, rng) -> np.ndarray:
-        """For each day, one member who signed up on or before it, in proportion to activity."""
+    def draw(self, day: np.ndarray, luck: np.ndarray) -> np.ndarray:
+        """For each day, one member who signed up on or before it, in proportion to activity (`luck`: one
+        uniform draw per day)."""
         eligible = np.searchsorted(self.signup, day, side="right")
         eligible = np.maximum(eligible, 1)  # a day before anyone signed up falls to the earliest member
-        pick = np.searchsorted(self.cumulative, rng.random(len(day)) * self.cumulative[eligible - 1], side="right")
+        pick = np.searchsorted(self.cumulative, luck * self.cumulative[eligible - 1], side="right")
         return self.members[np.minimum(pick, eligible - 1)]
 
 
-def _uuids(n: int, rng: np.random.Generator) -> np.ndarray:
-    """Version-4-shaped UUIDs from the world's stream (deterministic, never from the OS), built as bytes
-    for the whole column at once."""
-    raw = rng.integers(0, 2**63, size=(n, 2), dtype=np.int64).astype(">u8")
+def _uuids(draws: np.ndarray) -> np.ndarray:
+    """Version-4-shaped UUIDs from (n, 2) draws of the world's stream (deterministic, never from the OS),
+    built as bytes for the whole column at once."""
+    n = len(draws)
+    raw = draws.astype(">u8")
     octets = raw.view(np.uint8).reshape(n, 16)
     nibbles = np.stack([octets >> 4, octets & 15], axis=2).reshape(n, 32)
     nibbles[:, 12] = 4  # the version
