@@ -135,14 +135,16 @@ def fit_child(contract: Contract, state: CanonicalState, child: str) -> Fit | No
     ok = np.isfinite(X).all(axis=1)
     if ok.sum() <= X.shape[1] + MIN_ROWS:
         return None
-    rows, y, day, X = rows[ok], y[ok], day[ok], X[ok]
+    if not ok.all():  # usually every row is complete: then no copies
+        rows, y, day, X = rows[ok], y[ok], day[ok], X[ok]
     # Measurements clipped at a bound say "at least", not "equal": the fit leaves them out (so does the
     # auditor), while shares still count every reported value.
     fitted = _uncensored(v, y)
-    Xf, yf = X[fitted], y[fitted]
+    Xf, yf = (X, y) if fitted.all() else (X[fitted], y[fitted])
     coef, *_ = np.linalg.lstsq(Xf, yf, rcond=None)
     sigma2 = float(np.sum((yf - Xf @ coef) ** 2)) / (int(fitted.sum()) - X.shape[1])
-    cov = sigma2 * np.linalg.pinv(Xf.T @ X[fitted])  # two buffers, as ever: numpy takes X'X of one buffer as syrk
+    # Two buffers (a mask copies), as ever: numpy takes X'X of one buffer as syrk.
+    cov = sigma2 * np.linalg.pinv(Xf.T @ X[fitted])
     return Fit(child, rows, y, day, X, owner, coef, cov, v.observe == "rolling")
 
 
