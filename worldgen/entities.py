@@ -53,7 +53,7 @@ def draw_entities(contract: Contract, rng: np.random.Generator, named: bool = Tr
     if named:
         fake.seed_instance(seed)
     units = _units(contract, fake if named else None, rng)
-    parties = _parties(contract, rng, _region_weights(contract, units), named)
+    parties = _parties(contract, fake if named else None, rng, _region_weights(contract, units))
     return {"units": units, "parties": parties, "panel": _panel(contract, units, rng)}
 
 
@@ -97,12 +97,15 @@ def _region_weights(contract: Contract, units: dict[str, np.ndarray]) -> np.ndar
     return (1 - EVEN_REGION_SHARE) * held / held.sum() + EVEN_REGION_SHARE / len(regions)
 
 
-def _parties(contract: Contract, rng: np.random.Generator, where: np.ndarray, named: bool) -> dict[str, np.ndarray]:
+def _parties(
+    contract: Contract, fake: Faker | None, rng: np.random.Generator, where: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Parties with their names from Faker's word lists, or empty names (but the same draws) without `fake`."""
     shape, n, periods = contract.parties, contract.entity("party").count, contract.timeline.periods
     first, last = _name_list("first_names"), _name_list("last_names")
     first_pick = rng.integers(len(first), size=n)
     last_pick = rng.integers(len(last), size=n)
-    names = first[first_pick] + " " + last[last_pick] if named else np.full(n, "", dtype=object)
+    names = first[first_pick] + " " + last[last_pick] if fake is not None else np.full(n, "", dtype=object)
     regions = np.array(contract.regions, dtype=object)
     table = {
         "party_id": np.arange(1, n + 1, dtype=np.int64),
