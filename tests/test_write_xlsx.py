@@ -76,3 +76,30 @@ def test_xlsx_date_styles_in_the_order_openpyxl_meets_them(tmp_path):
     write_xlsx(frame, tmp_path / "a.xlsx", "g")
     write_xlsx_openpyxl(groups, tmp_path / "b.xlsx")
     assert (tmp_path / "a.xlsx").read_bytes() == (tmp_path / "b.xlsx").read_bytes()
+
+
+TITLES = ["North & <South>", 'Say "hi"', "l'Aquila", "Île-de-France", "a" * 40, "a" * 31 + "b", "Mixed", "mixed"]
+TITLES += ["x/y", "[z]", "", "tab\there", "ctl\x02", "Sheet", "data", " padded ", *(f"r{k}" for k in range(12))]
+
+
+@pytest.mark.filterwarnings("ignore:Title is more than 31 characters")  # openpyxl's renaming of a duplicate
+@pytest.mark.parametrize("seed", range(6))
+def test_xlsx_sheet_titles_as_openpyxl_writes_them(tmp_path, seed):
+    """Titles are put into the workbook as openpyxl escapes them; those it refuses or renames (invalid
+    characters, empty, equal but for case or after truncation) give what openpyxl gives."""
+    rng = random.Random(seed)
+    for _ in range(12):
+        names = rng.sample(TITLES, rng.randint(1, 13))
+        n = rng.randint(len(names), 3 * len(names))
+        frame = pl.DataFrame(
+            {
+                "g": [names[i % len(names)] for i in range(n)],
+                "d": [rng.choice([None, dt.date(2025, 1, 2)]) for _ in range(n)],
+                "t": [rng.choice([None, dt.datetime(2025, 1, 2, 3, 4)]) for _ in range(n)],
+                "v": [rng.random() for _ in range(n)],
+            }
+        ).select(rng.sample(["g", "d", "t", "v"], 4))
+        groups = sorted([(str(k), g) for (k,), g in frame.group_by("g", maintain_order=True)], key=lambda kg: kg[0])
+        assert _outcome(write_xlsx, frame, tmp_path / "a.xlsx", "g") == _outcome(
+            write_xlsx_openpyxl, groups, tmp_path / "b.xlsx"
+        )

@@ -21,7 +21,7 @@ import numpy as np
 
 from contracts.calendar import levels
 from contracts.hashing import column_sha256
-from contracts.model import Contract, Edge, Variable
+from contracts.model import Contract, Edge, Variable, structural_edges
 from worldgen.entities import draw_entities, draw_events
 from worldgen.grid import Grid
 from worldgen.mechanisms import MECHANISMS, Scale, resolve
@@ -106,6 +106,7 @@ class Step:
     grid: Grid
     rng: np.random.Generator
     outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    event_detail: str = "full"  # a trend probe's events: "draws" or "keys" (see `probe`, `draw_events`)
 
     def lookup(self, table: str, name: str) -> np.ndarray:
         if table in self.outputs and name in self.outputs[table]:
@@ -156,9 +157,7 @@ def steps(contract: Contract, streams: Streams, attempt: int, state: CanonicalSt
     entities). Every step has its own stream and never changes what earlier steps committed, so a caller may
     stop after any layer and judge what is drawn so far as the finished state will have it."""
     grid = Grid(contract.entity("unit").count, contract.timeline.periods)
-    parents_of: dict[str, list[Edge]] = {v.name: [] for v in contract.variables}
-    for e in contract.edges:
-        parents_of[e.child].append(e)
+    parents_of = _parents_of(contract)
     entities = lambda: draw_entities(contract, streams.rng("canonical", attempt, 0))  # noqa: E731
     state.run_step("entities", streams.record("canonical", attempt, 0), [], entities)
     yield -1
@@ -176,6 +175,60 @@ def steps(contract: Contract, streams: Streams, attempt: int, state: CanonicalSt
         yield layer
 
 
+def probe(contract: Contract, streams: Streams, attempt: int, upto: int, target: str) -> CanonicalState:
+    """`target` (the persona's focus) as attempt `attempt` draws it, bit for bit, by drawing only what it
+    depends on through layer `upto`: enough to judge the trend of an attempt that will most likely be
+    thrown away, at a fraction of its cost. No ledger, no hashes, no names (Faker has its own generator).
+    A step's variables share its stream in order, so a variable drawn before a needed one in its step is
+    still drawn; those after the last needed one are not; and the events skip the columns no draw depends
+    on, or every draw after their keys when nothing after them in their step draws from the stream
+    (`draw_events`'s detail). Steps past `upto` cannot change the target."""
+    needed = _needed(contract, target, upto)
+    state = CanonicalState()
+    grid = Grid(contract.entity("unit").count, contract.timeline.periods)
+    parents_of = _parents_of(contract)
+    state.commit(draw_entities(contract, streams.rng("canonical", attempt, 0), named=False))
+    for layer, names in enumerate(contract.layers[: upto + 1]):
+        drawn = [name for name in names if name in needed]  # a prefix of the step's names
+        if not drawn:
+            continue  # every step has its own stream: skipping one moves no other step's draws
+        ctx = Step(contract, state, grid, streams.rng("canonical", attempt, layer + 1))
+        ctx.event_detail = "keys" if contract.variable(drawn[-1]).role == "volume" else "draws"
+        for name in drawn:
+            _draw_into(ctx, contract.variable(name), parents_of[name])
+        state.commit(ctx.outputs)
+    return state
+
+
+def _parents_of(contract: Contract) -> dict[str, list[Edge]]:
+    parents_of: dict[str, list[Edge]] = {v.name: [] for v in contract.variables}
+    for e in contract.edges:
+        parents_of[e.child].append(e)
+    return parents_of
+
+
+def _needed(contract: Contract, target: str, upto: int) -> set[str]:
+    """What a probe of `target` draws: the target and every variable it is drawn from (causal parents, an
+    interaction's moderator among them, the volume of an event variable, the count holding a rate's
+    trials), every variable before one of those in its step (it moves the step's stream), and so on until
+    nothing is added."""
+    parents: dict[str, set[str]] = {v.name: set() for v in contract.variables}
+    for parent, child in [(e.parent, e.child) for e in contract.edges] + structural_edges(contract.variables):
+        parents[child].add(parent)
+    needed: set[str] = set()
+    todo = [target]
+    while todo:
+        while todo:
+            name = todo.pop()
+            if name not in needed:
+                needed.add(name)
+                todo.extend(parents[name])
+        for names in contract.layers[: upto + 1]:
+            last = max((k for k, name in enumerate(names) if name in needed), default=-1)
+            todo.extend(name for name in names[:last] if name not in needed)
+    return needed
+
+
 def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:
     """Draw one variable and put it (and, for the volume, its events) into the step's outputs."""
     if v.grain == "event" and "events" not in ctx.outputs and "events" not in ctx.state.tables:
@@ -189,8 +242,8 @@ def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:
         counts = ctx.rng.poisson(rate).astype(np.int64)
         ctx.outputs.setdefault("panel", {})[v.name] = counts.reshape(-1)
         ctx.outputs["panel"][f"{v.name}_expected"] = rate.reshape(-1)
-        units, parties = ctx.state.tables["units"], ctx.state.tables["parties"]
-        ctx.outputs["events"] = draw_events(counts, ctx.contract, ctx.grid, units, parties, ctx.rng)
+        tables = ctx.state.tables
+        ctx.outputs["events"] = draw_events(counts, ctx.contract, ctx.grid, tables, ctx.rng, ctx.event_detail)
         return
     values = _reported(ctx, v, latent, bool(edges))
     if v.observe == "scale":

@@ -33,11 +33,23 @@ def _pick(rng: np.random.Generator, n: int, rate: float, minimum: int = 1) -> np
     return np.sort(rng.choice(n, size=k, replace=False)) if k else np.zeros(0, dtype=np.int64)
 
 
-def _set_rows(df: pl.DataFrame, column: str, rows: list[int], values: list[Any]) -> pl.DataFrame:
-    series = df[column].to_list()
-    for r, v in zip(rows, values, strict=False):
-        series[r] = v
-    return df.with_columns(pl.Series(column, series, dtype=df.schema[column]))
+def _set_rows(df: pl.DataFrame, column: str, rows: Any, values: Any) -> pl.DataFrame:
+    """`df` with `values` (a list or a series) written into `column` at the row positions `rows`.
+
+    The values become a series of the column's own type, built strictly (a value that does not fit raises, as
+    building the whole column from a list did) and scattered into a copy: a Python list of the whole column
+    cost a hundred times more than the rows a defect touches.
+    """
+    dtype = df.schema[column]
+    rows = np.asarray(rows, dtype=np.int64)[: len(values)]
+    if not isinstance(values, pl.Series) or values.dtype != dtype:
+        values = pl.Series(column, list(values), dtype=dtype)
+    values = values[: len(rows)]
+    if dtype == pl.Null:  # polars cannot scatter into an all-null column; nothing to write but nulls
+        return df.with_columns(pl.Series(column, [None] * df.height, dtype=dtype))
+    series = df[column].clone()  # scatter writes in place: never into the caller's frame
+    series.scatter(rows, values)
+    return df.with_columns(series)
 
 
 def to_ranges(rows: np.ndarray) -> list[list[int]]:
@@ -48,7 +60,7 @@ def to_ranges(rows: np.ndarray) -> list[list[int]]:
     breaks = np.flatnonzero(np.diff(rows) != 1)
     starts = np.concatenate([[rows[0]], rows[breaks + 1]])
     stops = np.concatenate([rows[breaks] + 1, [rows[-1] + 1]])
-    return [[int(a), int(b)] for a, b in zip(starts, stops, strict=True)]
+    return np.stack([starts, stops], axis=1).tolist()  # Python ints, as the JSON record holds them
 
 
 def from_ranges(ranges: list[list[int]]) -> np.ndarray:
@@ -80,7 +92,7 @@ class SpellingVariants(Defect):
     kind: ClassVar[str] = "id_variants"
 
     def apply(self, df, rng):
-        names = sorted(set(df[self.column].drop_nulls().to_list()))
+        names = sorted(df[self.column].drop_nulls().unique().to_list())  # distinct first: a column has few
         taken = set(names)
         changes = []
         for i in _pick(rng, len(names), self.rate).tolist() if names else []:
@@ -114,7 +126,7 @@ class MissingValues(Defect):
     def apply(self, df, rng):
         rows = _pick(rng, df.height, self.rate)
         original = df[self.column].gather(rows).to_list()
-        out = _set_rows(df, self.column, rows.tolist(), [None] * len(rows))
+        out = _set_rows(df, self.column, rows, [None] * len(rows))
         return out, {"kind": self.kind, "column": self.column, "rows": rows.tolist(), "values": original}
 
     @staticmethod
@@ -140,7 +152,7 @@ class Duplicates(Defect):
         taken = origin[order]
         inserted = np.flatnonzero(order >= df.height)
         record = {"kind": self.kind, "inserted_at": inserted.tolist(), "copies_of": taken[inserted].tolist()}
-        return df[taken.tolist()], record
+        return df[taken], record  # rows gathered by a numpy index (a list of ints is converted first)
 
     @staticmethod
     def undo(df, record):
@@ -169,8 +181,8 @@ class ReportingDelay(Defect):
         eligible = np.flatnonzero(allowed.to_numpy())
         rows = np.sort(eligible[_pick(rng, len(eligible), self.rate)]) if len(eligible) else eligible
         days = rng.integers(1, self.max_days + 1, size=len(rows))
-        values = (df[self.column].gather(rows) + pl.Series(days * self.step)).to_list()
-        out = _set_rows(df, self.column, rows.tolist(), values)
+        values = df[self.column].gather(rows) + pl.Series(days * self.step)
+        out = _set_rows(df, self.column, rows, values)
         return out, {
             "kind": self.kind,
             "column": self.column,
@@ -182,7 +194,7 @@ class ReportingDelay(Defect):
     @staticmethod
     def undo(df, record):
         shift = pl.Series(record["days"], dtype=pl.Int64) * record.get("step", 1)
-        values = (df[record["column"]].gather(record["rows"]) - shift).to_list()
+        values = df[record["column"]].gather(record["rows"]) - shift
         return _set_rows(df, record["column"], record["rows"], values)
 
 
@@ -204,7 +216,7 @@ class UnitDrift(Defect):
             (df[self.day_column] >= self.from_day).to_numpy() & df[self.column].is_not_null().to_numpy()
         )
         scaled = (df[self.column].gather(rows) * self.factor).round(drift_decimals(self.decimals, self.factor))
-        out = _set_rows(df, self.column, rows.tolist(), scaled.to_list())
+        out = _set_rows(df, self.column, rows, scaled)
         return out, {
             "kind": self.kind,
             "column": self.column,
@@ -221,7 +233,7 @@ class UnitDrift(Defect):
     def undo(df, record):
         rows = from_ranges(record["row_ranges"])
         values = (df[record["column"]].gather(rows) / record["factor"]).round(record["decimals"])
-        return _set_rows(df, record["column"], rows.tolist(), values.to_list())
+        return _set_rows(df, record["column"], rows, values)
 
 
 def drift_decimals(decimals: int, factor: float) -> int:

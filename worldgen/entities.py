@@ -44,20 +44,25 @@ def _faker() -> Faker:
     return Faker("en_US")
 
 
-def draw_entities(contract: Contract, rng: np.random.Generator) -> dict[str, dict[str, np.ndarray]]:
+def draw_entities(contract: Contract, rng: np.random.Generator, named: bool = True) -> dict[str, dict[str, np.ndarray]]:
+    """Units, parties and the unit-day panel. `named=False` leaves every name empty and draws the rest
+    exactly as with names (unit names come from Faker's own generator, party names' draws are still made),
+    for a trend probe that never shows a name."""
     fake = _faker()
-    fake.seed_instance(int(rng.integers(2**31)))
-    units = _units(contract, fake, rng)
-    parties = _parties(contract, fake, rng, _region_weights(contract, units))
+    seed = int(rng.integers(2**31))
+    if named:
+        fake.seed_instance(seed)
+    units = _units(contract, fake if named else None, rng)
+    parties = _parties(contract, fake if named else None, rng, _region_weights(contract, units))
     return {"units": units, "parties": parties, "panel": _panel(contract, units, rng)}
 
 
-def _units(contract: Contract, fake: Faker, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def _units(contract: Contract, fake: Faker | None, rng: np.random.Generator) -> dict[str, np.ndarray]:
     unit, periods, c = contract.entity("unit"), contract.timeline.periods, contract.calendar
     U = unit.count
     names: list[str] = []
     seen: set[str] = set()
-    for i in range(U):
+    for i in range(U if fake is not None else 0):
         name = _unit_name(fake, unit.name_style or "company", unit.name, i)
         while name in seen:  # names must identify units within a system
             name = f"{name} {fake.city_suffix()}"
@@ -73,7 +78,7 @@ def _units(contract: Contract, fake: Faker, rng: np.random.Generator) -> dict[st
     table = {
         "unit_id": np.arange(1, U + 1, dtype=np.int64),
         "code": (rng.choice(UNIT_CODES[1] - UNIT_CODES[0], U, replace=False) + UNIT_CODES[0]).astype(np.int64),
-        "name": np.array(names, dtype=object),
+        "name": np.array(names, dtype=object) if fake is not None else np.full(U, "", dtype=object),
         "region": regions[rng.integers(len(regions), size=U)],
         cap.name: capacity,
         "open_from": opens.astype(np.int64),
@@ -92,11 +97,15 @@ def _region_weights(contract: Contract, units: dict[str, np.ndarray]) -> np.ndar
     return (1 - EVEN_REGION_SHARE) * held / held.sum() + EVEN_REGION_SHARE / len(regions)
 
 
-def _parties(contract: Contract, fake: Faker, rng: np.random.Generator, where: np.ndarray) -> dict[str, np.ndarray]:
+def _parties(
+    contract: Contract, fake: Faker | None, rng: np.random.Generator, where: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Parties with their names from Faker's word lists, or empty names (but the same draws) without `fake`."""
     shape, n, periods = contract.parties, contract.entity("party").count, contract.timeline.periods
-    first = np.array(sorted(_faker_list(fake, "first_names")), dtype=object)
-    last = np.array(sorted(_faker_list(fake, "last_names")), dtype=object)
-    names = first[rng.integers(len(first), size=n)] + " " + last[rng.integers(len(last), size=n)]
+    first, last = _name_list("first_names"), _name_list("last_names")
+    first_pick = rng.integers(len(first), size=n)
+    last_pick = rng.integers(len(last), size=n)
+    names = first[first_pick] + " " + last[last_pick] if fake is not None else np.full(n, "", dtype=object)
     regions = np.array(contract.regions, dtype=object)
     table = {
         "party_id": np.arange(1, n + 1, dtype=np.int64),
@@ -135,10 +144,12 @@ def _panel(contract: Contract, units: dict[str, np.ndarray], rng: np.random.Gene
     }
 
 
-def _faker_list(fake: Faker, attr: str) -> list[str]:
-    provider = next(p for p in fake.providers if hasattr(p, attr))
+@functools.cache
+def _name_list(attr: str) -> np.ndarray:
+    """Faker's word list `attr` (first or last names), sorted: the same for every world, so built once."""
+    provider = next(p for p in _faker().providers if hasattr(p, attr))
     values = getattr(provider, attr)
-    return list(values.keys() if isinstance(values, dict) else values)
+    return np.array(sorted(values.keys() if isinstance(values, dict) else values), dtype=object)
 
 
 def _unit_name(fake: Faker, style: str, noun: str, i: int) -> str:
@@ -153,29 +164,29 @@ def _unit_name(fake: Faker, style: str, noun: str, i: int) -> str:
 
 
 def draw_events(
-    counts: np.ndarray, contract: Contract, grid: Grid, units: dict, parties: dict, rng: np.random.Generator
+    counts: np.ndarray, contract: Contract, grid: Grid, tables: dict, rng: np.random.Generator, detail: str = "full"
 ) -> dict[str, np.ndarray]:
-    """Expand per-cell counts into event rows: time of day, party, amount, completion and answer times."""
-    flat = counts.reshape(-1)
-    cells = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
-    unit_idx, day = cells // grid.periods, cells % grid.periods
-    time = day * 86400 + _seconds_of_day(contract, cells.size, rng)
-    order = np.lexsort((unit_idx, time))
-    unit_idx, day, time = unit_idx[order], day[order], time[order]
-    grid.set_events(unit_idx, day)
-    party = _parties_for(contract, units["region"][unit_idx], day, parties, rng)
+    """Expand per-cell counts into event rows: time of day, party, amount, completion and answer times.
+    For a trend probe, which reads only the events' units and days, `detail` "draws" makes every draw the
+    full table makes (the stream moves on exactly as it would) but leaves out the party and UUID columns,
+    whose work no later draw needs unless a person's cap redraws parties; "keys" stops after the units,
+    days and times, when nothing else draws from this stream."""
+    unit_idx, day, time = place_events(counts, contract, grid, rng)
+    n = len(day)
+    if detail == "keys":
+        return {"event_id": np.arange(1, n + 1, dtype=np.int64), "unit_id": unit_idx + 1, "day": day}
+    probe = detail == "draws"
+    party = _parties_for(contract, tables["units"]["region"][unit_idx], day, tables["parties"], rng, not probe)
     amount = contract.measures.amount
     sigma = np.sqrt(np.log1p((amount.sd / amount.mean) ** 2))
-    values = rng.lognormal(np.log(amount.mean) - sigma**2 / 2, sigma, cells.size)
+    values = rng.lognormal(np.log(amount.mean) - sigma**2 / 2, sigma, n)
     shape = contract.events
-    completion = time + 3600 * shape.completion_hours * np.exp(COMPLETION_SPREAD * rng.standard_normal(cells.size))
-    answered = completion + 3600 * shape.feedback_delay_hours * np.exp(
-        FEEDBACK_SPREAD * rng.standard_normal(cells.size)
-    )
+    completion = time + 3600 * shape.completion_hours * np.exp(COMPLETION_SPREAD * rng.standard_normal(n))
+    answered = completion + 3600 * shape.feedback_delay_hours * np.exp(FEEDBACK_SPREAD * rng.standard_normal(n))
     out = {
-        "event_id": np.arange(1, cells.size + 1, dtype=np.int64),
+        "event_id": np.arange(1, n + 1, dtype=np.int64),
         "unit_id": unit_idx + 1,
-        "party_id": party,
+        **({"party_id": party} if party is not None else {}),
         "day": day,
         "time": time.astype(np.int64),
         "completion_time": completion.astype(np.int64),
@@ -183,10 +194,27 @@ def draw_events(
         amount.name: np.round(np.clip(values, amount.min, amount.max), amount.decimals),
     }
     if shape.key_style == "uuid":
-        out["uuid"] = _uuids(cells.size, rng)
+        raw = rng.integers(0, 2**63, size=(n, 2), dtype=np.int64)
+        if not probe:
+            out["uuid"] = _uuids(raw)
     else:  # the event system's running number
         out["code"] = out["event_id"] + shape.key_offset
     return out
+
+
+def place_events(
+    counts: np.ndarray, contract: Contract, grid: Grid, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each event's unit (0-based), day and time in seconds, in time order, registered on the grid: the
+    events' first draws from the volume step's stream."""
+    flat = counts.reshape(-1)
+    cells = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
+    unit_idx, day = cells // grid.periods, cells % grid.periods
+    time = day * 86400 + _seconds_of_day(contract, cells.size, rng)
+    order = _stable_order(time * grid.units + unit_idx, cells.size)  # by time, then unit, then cell
+    unit_idx, day, time = unit_idx[order], day[order], time[order]
+    grid.set_events(unit_idx, day)
+    return unit_idx, day, time
 
 
 def _seconds_of_day(contract: Contract, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -206,26 +234,39 @@ def _seconds_of_day(contract: Contract, n: int, rng: np.random.Generator) -> np.
     return np.minimum((hours * 3600).astype(np.int64), int(closing * 3600) - 1)
 
 
-def _parties_for(contract: Contract, unit_region: np.ndarray, day: np.ndarray, parties: dict, rng) -> np.ndarray:
+def _parties_for(
+    contract: Contract, unit_region: np.ndarray, day: np.ndarray, parties: dict, rng, choose: bool = True
+) -> np.ndarray | None:
     """Each event's party: someone signed up by that day, usually from the unit's region, busier parties
-    more often (gamma-distributed activity); a person has at most PERSON_DAY_CAP events a day."""
+    more often (gamma-distributed activity); a person has at most PERSON_DAY_CAP events a day. With
+    `choose` False, only the draws are made when that is possible (one round: no cap to redraw for) and
+    None is returned."""
     shape = contract.parties
+    rounds = CAP_ROUNDS if contract.entity("party").name_style == "person" else 1
+    choose = choose or rounds > 1  # how many a cap redraws depends on who was chosen
     activity = rng.gamma(shape.loyalty, 1.0, len(parties["party_id"]))
     chosen = np.zeros(len(day), dtype=np.int64)
     home = rng.random(len(day)) < shape.home_share
-    pools = [(np.arange(len(parties["party_id"])), ~home)]
+    signup = parties["signup_day"]
+    everyone = np.arange(len(parties["party_id"]))
+    pools = [(_Pool(everyone, signup, activity) if choose else None, ~home)]
     for region in contract.regions:
         members = np.flatnonzero(parties["region"] == region)
         if members.size == 0:  # nobody lives there: anyone eligible
-            members = np.arange(len(parties["party_id"]))
-        pools.append((members, home & (unit_region == region)))
+            members = everyone
+        pools.append((_Pool(members, signup, activity) if choose else None, home & (unit_region == region)))
     todo = np.ones(len(day), dtype=bool)
-    rounds = CAP_ROUNDS if contract.entity("party").name_style == "person" else 1
-    for _ in range(rounds):
-        for members, mine in pools:
+    for round_ in range(rounds):
+        for pool, mine in pools:
             redo = mine & todo
             if redo.any():
-                chosen[redo] = _draw_eligible(members, parties["signup_day"], activity, day[redo], rng)
+                luck = rng.random(int(redo.sum()))
+                if choose:
+                    chosen[redo] = pool.draw(day[redo], luck)
+        if not choose:
+            return None
+        if round_ == rounds - 1:  # no round left to redraw in: which events are over the cap does not matter
+            break
         todo = _over_cap(chosen, day)
         if not todo.any():
             break
@@ -234,29 +275,49 @@ def _parties_for(contract: Contract, unit_region: np.ndarray, day: np.ndarray, p
 
 def _over_cap(chosen: np.ndarray, day: np.ndarray) -> np.ndarray:
     """Events beyond the first PERSON_DAY_CAP of their party's day (in row order)."""
-    order = np.lexsort((np.arange(len(day)), day, chosen))
-    key = chosen[order] * (int(day.max(initial=0)) + 1) + day[order]
-    starts = np.r_[True, key[1:] != key[:-1]]
-    run_start = np.maximum.accumulate(np.where(starts, np.arange(len(key)), 0))
-    over = np.zeros(len(day), dtype=bool)
-    over[order] = np.arange(len(key)) - run_start >= PERSON_DAY_CAP
+    n, days = len(day), int(day.max(initial=0)) + 1
+    key = chosen * days + day
+    order = _stable_order(key, n)
+    ranked = key[order]
+    over = np.zeros(n, dtype=bool)
+    # Sorted by (party-day, row), an event is over the cap when the one PERSON_DAY_CAP places earlier shares
+    # its party-day.
+    over[order[PERSON_DAY_CAP:]] = ranked[PERSON_DAY_CAP:] == ranked[:-PERSON_DAY_CAP]
     return over
 
 
-def _draw_eligible(members: np.ndarray, signup: np.ndarray, activity: np.ndarray, day: np.ndarray, rng) -> np.ndarray:
-    """Draw, for each day, one member who signed up on or before it, in proportion to activity."""
-    members = members[np.argsort(signup[members], kind="stable")]
-    cumulative = np.cumsum(activity[members])
-    eligible = np.searchsorted(signup[members], day, side="right")
-    eligible = np.maximum(eligible, 1)  # a day before anyone signed up falls to the earliest member
-    pick = np.searchsorted(cumulative, rng.random(len(day)) * cumulative[eligible - 1], side="right")
-    return members[np.minimum(pick, eligible - 1)]
+def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
+    """The stable argsort of non-negative int64 keys (ties in row order), as np.lexsort((arange(n), key))
+    gives it. The row number is packed below the key so that every value is distinct and a plain sort,
+    several times faster than a stable argsort, gives the same order; keys too large to pack fall back."""
+    if n == 0 or int(key.max()) >= np.iinfo(np.int64).max // n:
+        return np.argsort(key, kind="stable")
+    return np.sort(key * n + np.arange(n, dtype=np.int64)) % n
 
 
-def _uuids(n: int, rng: np.random.Generator) -> np.ndarray:
-    """Version-4-shaped UUIDs from the world's stream (deterministic, never from the OS), built as bytes
-    for the whole column at once."""
-    raw = rng.integers(0, 2**63, size=(n, 2), dtype=np.int64).astype(">u8")
+class _Pool:
+    """The parties one draw picks from, sorted by sign-up day once for every round of draws (the stable
+    sort keeps equal sign-up days in member order)."""
+
+    def __init__(self, members: np.ndarray, signup: np.ndarray, activity: np.ndarray) -> None:
+        self.members = members[np.argsort(signup[members], kind="stable")]
+        self.signup = signup[self.members]
+        self.cumulative = np.cumsum(activity[self.members])
+
+    def draw(self, day: np.ndarray, luck: np.ndarray) -> np.ndarray:
+        """For each day, one member who signed up on or before it, in proportion to activity (`luck`: one
+        uniform draw per day)."""
+        eligible = np.searchsorted(self.signup, day, side="right")
+        eligible = np.maximum(eligible, 1)  # a day before anyone signed up falls to the earliest member
+        pick = np.searchsorted(self.cumulative, luck * self.cumulative[eligible - 1], side="right")
+        return self.members[np.minimum(pick, eligible - 1)]
+
+
+def _uuids(draws: np.ndarray) -> np.ndarray:
+    """Version-4-shaped UUIDs from (n, 2) draws of the world's stream (deterministic, never from the OS),
+    built as bytes for the whole column at once."""
+    n = len(draws)
+    raw = draws.astype(">u8")
     octets = raw.view(np.uint8).reshape(n, 16)
     nibbles = np.stack([octets >> 4, octets & 15], axis=2).reshape(n, 32)
     nibbles[:, 12] = 4  # the version

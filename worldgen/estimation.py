@@ -124,7 +124,7 @@ def co_location_gap(contract: Contract, state: CanonicalState, fit: Fit, e: Edge
         inside = [t for t in candidates if abs(statistic(t) - _planted_location(other)) <= others[edge]]
         if not inside:
             continue
-        F = np.column_stack([feature(t) for t in inside])[keep]
+        F = _feature_matrix(feature, np.asarray(inside, dtype=float))[keep]
         XtF, FtF, Fty = X.T @ F, np.einsum("ij,ij->j", F, F), F.T @ y
         for m in range(F.shape[1]):  # the normal equations with column k swapped for the candidate's feature
             A_m, b_m = A.copy(), b.copy()
@@ -259,14 +259,16 @@ def fit_child(contract: Contract, state: CanonicalState, child: str) -> Fit | No
     ok = np.isfinite(X).all(axis=1)
     if ok.sum() <= X.shape[1] + MIN_ROWS:
         return None
-    rows, y, day, X = rows[ok], y[ok], day[ok], X[ok]
+    if not ok.all():  # usually every row is complete: then no copies
+        rows, y, day, X = rows[ok], y[ok], day[ok], X[ok]
     # Measurements clipped at a bound say "at least", not "equal": the fit leaves them out (so does the
     # auditor), while shares still count every reported value.
     fitted = _uncensored(v, y)
-    Xf, yf = X[fitted], y[fitted]
+    Xf, yf = (X, y) if fitted.all() else (X[fitted], y[fitted])
     coef, *_ = np.linalg.lstsq(Xf, yf, rcond=None)
     sigma2 = float(np.sum((yf - Xf @ coef) ** 2)) / (int(fitted.sum()) - X.shape[1])
-    cov = sigma2 * np.linalg.pinv(Xf.T @ X[fitted])  # two buffers, as ever: numpy takes X'X of one buffer as syrk
+    # Two buffers (a mask copies), as ever: numpy takes X'X of one buffer as syrk.
+    cov = sigma2 * np.linalg.pinv(Xf.T @ X[fitted])
     return Fit(child, rows, y, day, X, owner, coef, cov, v.observe == "rolling")
 
 
@@ -302,9 +304,9 @@ def profile_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Ed
     pick = _subset(len(fit.rows))
     candidates, statistic, feature = _candidates(contract, state, fit, e, x, pick)
     planted = _planted_location(e)
-    F = np.column_stack([feature(theta) for theta in candidates])
+    F = _feature_matrix(feature, candidates)
     r = partial[pick] - partial[pick].mean()
-    F = F - F.mean(axis=0)
+    F -= F.mean(axis=0)
     norms = np.einsum("ij,ij->j", F, F)
     explained = np.where(norms > 1e-12, (F.T @ r) ** 2 / np.maximum(norms, 1e-12), 0.0)
     sse = float(r @ r) - explained
@@ -321,6 +323,59 @@ def _planted_location(e: Edge) -> float:
     if e.kind == "saturation":
         return e.params["origin"] + e.params["kappa"] * np.log(2)
     return {"threshold": e.params.get("tau"), "lag": e.params.get("lag")}[e.kind]
+
+
+def _feature_matrix(feature, candidates: np.ndarray) -> np.ndarray:
+    """Every candidate's feature as a column of one (rows, candidates) array in C order, as column_stack
+    builds it (the profile's sums then run in the same order), all at once when the feature can."""
+    if isinstance(feature, _Columns):
+        return feature.columns(candidates)
+    return np.column_stack([feature(theta) for theta in candidates])
+
+
+class _Columns:
+    """A feature of the picked rows for one candidate (`feature(theta)`) that can also build the columns
+    of many candidates at once (`columns(thetas)`), with the same values bit for bit."""
+
+    def __call__(self, theta: float) -> np.ndarray:
+        raise NotImplementedError
+
+    def columns(self, thetas: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class _Step(_Columns):
+    """A step's feature: whether the parent exceeds the candidate location."""
+
+    seen: np.ndarray
+
+    def __call__(self, theta: float) -> np.ndarray:
+        return (self.seen > theta).astype(float)
+
+    def columns(self, thetas: np.ndarray) -> np.ndarray:
+        return (self.seen[:, None] > thetas[None, :]).astype(float)
+
+
+@dataclass(frozen=True)
+class _Curve(_Columns):
+    """A saturation curve's feature, `saturation_curve(seen, 1, theta, origin)`, computed on the distinct
+    parent values only (a daily parent repeats on every event of its day) with the same operations in the
+    same order, then spread back to the rows."""
+
+    seen: np.ndarray
+    origin: float
+
+    def __call__(self, theta: float) -> np.ndarray:
+        return saturation_curve(self.seen, 1.0, theta, self.origin)
+
+    def columns(self, thetas: np.ndarray) -> np.ndarray:
+        values, inverse = np.unique(self.seen, return_inverse=True)
+        drop = np.negative(np.maximum(np.subtract(values, self.origin), 0.0))
+        curve = np.divide(drop[:, None], np.asarray(thetas, dtype=float)[None, :])
+        np.expm1(curve, out=curve)
+        np.negative(curve, out=curve)  # times an amplitude of 1: the same bits
+        return curve[inverse.reshape(-1)]
 
 
 def _subset(n: int) -> np.ndarray:
@@ -361,15 +416,17 @@ def _candidates(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x:
     if e.kind == "threshold":
         levels = np.unique(np.nanquantile(seen.reshape(-1), THRESHOLD_QUANTILES))
         grid = (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
+        if not fit.rolled:
+            return grid, float, _Step(seen.reshape(-1))
         return grid, float, lambda theta: on_rows((seen > theta).astype(float))
     if e.kind != "saturation":  # a new located mechanism needs its own candidates here (and in the auditor)
         raise NotImplementedError(f"no profile for mechanism kind {e.kind!r}")
     scales = p["parent_sd"] * SATURATION_SCALES
-    return (
-        scales,
-        lambda theta: p["origin"] + theta * np.log(2),
-        lambda theta: on_rows(saturation_curve(seen, 1.0, theta, p["origin"])),
-    )
+    if fit.rolled:
+        curve = lambda theta: on_rows(saturation_curve(seen, 1.0, theta, p["origin"]))  # noqa: E731
+    else:
+        curve = _Curve(seen.reshape(-1), float(p["origin"]))
+    return scales, lambda theta: p["origin"] + theta * np.log(2), curve
 
 
 def _seasonal_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Edge) -> float:

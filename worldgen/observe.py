@@ -9,14 +9,16 @@ undoing the records on E gives back the clean view; both facts are tested.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
 from contracts.keys import BASE_TABLE, shown, template
-from contracts.model import TIME_SUFFIX, Contract, Deliverable
+from contracts.model import TIME_SUFFIX, Contract, Deliverable, DeliveredColumn
 from worldgen.canonical import CanonicalState
 from worldgen.defects import (
     Defect,
@@ -127,17 +129,28 @@ def _table_view(d: Deliverable, contract: Contract, state: CanonicalState) -> pl
         table, column = c.source.split(".", 1)
         key = shown(d, c)
         if key is not None:  # the entity's key as this system shows it
-            values = state.column(*key)[state.column(base, column)[keep] - 1]
+            values = _take(state.column(*key), state.column(base, column)[keep] - 1)
         elif table == "units" and base != "units":  # a unit attribute looked up through the row's unit
-            values = state.column("units", column)[state.column(base, "unit_id")[keep] - 1]
+            values = _take(state.column("units", column), state.column(base, "unit_id")[keep] - 1)
         else:
-            values = state.column(table, column)[keep]
-        if values.dtype.kind == "f" and c.decimals is not None:
+            values = _take(state.column(table, column), keep)
+        if isinstance(values, np.ndarray) and values.dtype.kind == "f" and c.decimals is not None:
             values = np.round(values, c.decimals)
             if c.decimals == 0 and column not in drifting and np.isfinite(values).all():
                 values = values.astype(np.int64)  # whole numbers are reported as integers
         cols[c.name] = values
     return pl.DataFrame(cols, nan_to_null=True)
+
+
+def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray | pl.Series:
+    """values[rows]; text looked up for more rows than it has (a unit's name on each of its events) is
+    gathered by polars from a series of the table's own rows, since a numpy array of Python strings costs
+    ~60 ns a row to become a frame's column."""
+    if values.dtype == object and len(rows) > len(values):
+        series = pl.Series(values)
+        if series.dtype == pl.String:
+            return series.gather(rows)
+    return values[rows]
 
 
 def _reported_rows(d: Deliverable, contract: Contract, state: CanonicalState) -> np.ndarray:
@@ -294,7 +307,8 @@ def with_day(frame: pl.DataFrame, d: Deliverable) -> pl.DataFrame:
     return frame
 
 
-def _render_key(column: pl.Expr, template: str, prefix: str) -> pl.Expr:
+def _render_key(column: pl.Expr, template: str, prefix: str, bounds: tuple[int, int] | None = None) -> pl.Expr:
+    """The key template's text of an integer column; `bounds`, the column's (min, max) where known."""
     fields = {"P": prefix.upper(), "p": prefix.lower(), "PP": (prefix.upper() * 2)[:3]}
     parts: list[pl.Expr] = []
     for token in re.split(r"(\{[^}]+\})", template):
@@ -302,8 +316,13 @@ def _render_key(column: pl.Expr, template: str, prefix: str) -> pl.Expr:
             continue
         if token.startswith("{n"):
             width = re.search(r":0(\d+)d", token)
-            text = column.cast(pl.String)
-            parts.append(text.str.zfill(int(width.group(1))) if width else text)
+            top = 10 ** int(width.group(1)) if width else 0
+            if width and bounds is not None and 0 <= bounds[0] and bounds[1] < top:
+                # n + 10**w has w + 1 digits, a leading 1 and then n zero-padded: half zfill's cost
+                parts.append((column + top).cast(pl.String).str.slice(1))
+            else:
+                text = column.cast(pl.String)
+                parts.append(text.str.zfill(int(width.group(1))) if width else text)
         elif token.startswith("{"):
             parts.append(pl.lit(fields[token[1:-1]]))
         else:
@@ -311,29 +330,82 @@ def _render_key(column: pl.Expr, template: str, prefix: str) -> pl.Expr:
     return pl.concat_str(parts)
 
 
+# Rendering a key or a date as text costs 100-250 ns a row, but a file repeats few distinct days, units and
+# parties: each is rendered once and the rows look their text up, by position in the column's [min, max]
+# span where that is dense (days), else by a join on the distinct values (codes spread over a wide range).
+# A lookup is used when it renders at most this share of the rows (an event log's own ids, one a row, are
+# rendered row by row).
+LOOKUP_MAX_SHARE = 0.5
+SECONDS_PER_DAY = 86400
+
+
+def _via_lookup(values: pl.Series, text: Callable[[pl.Expr], pl.Expr], repeats: bool = True) -> pl.Series:
+    """`text` of every value of an integer column, computed once per distinct value where that pays
+    (`repeats=False`: a column of ids that are one a row, not worth looking for repeats in)."""
+
+    def rendered(s: pl.Series) -> pl.Series:
+        return s.to_frame().select(text(pl.col(values.name)).alias("@text")).to_series()
+
+    lo, hi = values.min(), values.max()
+    if not values.dtype.is_integer() or lo is None:
+        return rendered(values)
+    if hi - lo + 1 <= LOOKUP_MAX_SHARE * len(values):
+        span = pl.int_range(lo, hi + 1, dtype=values.dtype, eager=True).alias(values.name)
+        return rendered(span).gather(values - lo)  # a null value gathers a null, as rendering it gives
+    distinct = values.unique(maintain_order=True) if repeats else values  # (keeping order is cheaper in polars)
+    if len(distinct) > LOOKUP_MAX_SHARE * len(values):
+        return rendered(values)
+    lookup = pl.DataFrame([distinct, rendered(distinct)])
+    return values.to_frame().join(lookup, on=values.name, how="left", maintain_order="left")["@text"]
+
+
+@functools.cache
+def _times_of_day() -> pl.Series:
+    """' HH:MM:SS' of every second of a day (built once per process)."""
+    seconds = pl.int_range(0, SECONDS_PER_DAY, eager=True).to_frame("s")
+    stamp = pl.lit(dt.datetime(2000, 1, 1)) + pl.duration(seconds=pl.col("s"))
+    return seconds.select(stamp.dt.strftime(TIME_SUFFIX)).to_series()
+
+
+def _render_column(values: pl.Series, c: DeliveredColumn, start: dt.date, prefixes: dict, native: bool) -> pl.Series:
+    """One key, date or time column in the system's conventions (native types for parquet and xlsx)."""
+    column = c.source.split(".", 1)[1]
+    key_template = template(c)
+    if key_template is not None:
+        entity = {"events.event_id": "events"}.get(c.source, "parties" if "party" in column else "units")
+        bounds = (
+            (values.min(), values.max()) if values.dtype.is_integer() and values.null_count() < len(values) else None
+        )
+        key = lambda col: _render_key(col, key_template, prefixes[entity], bounds)  # noqa: E731
+        return _via_lookup(values, key, repeats=entity != "events")
+    if column.endswith("time") and native:
+        stamp = pl.lit(dt.datetime.combine(start, dt.time())) + pl.duration(seconds=pl.col(values.name))
+        return values.to_frame().select(stamp).to_series()
+    if column.endswith("time"):  # the date of its day, then the time of day: both looked up
+        day = _via_lookup(values // SECONDS_PER_DAY, lambda col: _day_text(col, start, STRFTIME[c.format]))
+        return day + _times_of_day().gather(values % SECONDS_PER_DAY)  # polars' // and % floor, as dates do
+    if native:
+        date = pl.lit(start) + pl.duration(days=pl.col(values.name))
+        return values.to_frame().select(date.cast(pl.Date)).to_series()
+    return _via_lookup(values, lambda col: _day_text(col, start, STRFTIME[c.format]))
+
+
+def _day_text(col: pl.Expr, start: dt.date, style: str) -> pl.Expr:
+    return (pl.lit(start) + pl.duration(days=col)).cast(pl.Date).dt.strftime(style)
+
+
 def render(frame: pl.DataFrame, d: Deliverable, contract: Contract) -> pl.DataFrame:
     """Keys in the system's template, days as dates in its style (native types for parquet and xlsx)."""
     start = dt.date.fromisoformat(contract.timeline.start)
     prefixes = {e.table: e.prefix for e in contract.entities}
-    exprs = []
     native = d.format in {"parquet", "xlsx"}
+    columns = []  # the file's columns in its order, then those a schema drift added; a frame of them is free
     for c in d.columns:
-        if c.format is None or c.name not in frame.columns or c.format in ("name", "uuid"):
+        if c.name not in frame.columns:
             continue
-        col = pl.col(c.name)
-        table, column = c.source.split(".", 1)
-        key_template = template(c)
-        if key_template is not None:
-            entity = {"events.event_id": "events"}.get(c.source, "parties" if "party" in column else "units")
-            exprs.append(_render_key(col, key_template, prefixes[entity]).alias(c.name))
-        elif column.endswith("time"):
-            stamp = pl.lit(dt.datetime.combine(start, dt.time())) + pl.duration(seconds=col)
-            exprs.append((stamp if native else stamp.dt.strftime(STRFTIME[c.format] + TIME_SUFFIX)).alias(c.name))
+        if c.format is None or c.format in ("name", "uuid"):
+            columns.append(frame[c.name])
         else:
-            date = pl.lit(start) + pl.duration(days=col)
-            exprs.append(
-                (date.cast(pl.Date) if native else date.cast(pl.Date).dt.strftime(STRFTIME[c.format])).alias(c.name)
-            )
-    out = frame.with_columns(exprs) if exprs else frame
-    drift_columns = [c for c in out.columns if c not in {x.name for x in d.columns}]
-    return out.select([c.name for c in d.columns if c.name in out.columns] + drift_columns)
+            columns.append(_render_column(frame[c.name], c, start, prefixes, native).alias(c.name))
+    named = {c.name for c in d.columns}
+    return pl.DataFrame(columns + [frame[c] for c in frame.columns if c not in named])

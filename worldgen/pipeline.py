@@ -70,22 +70,20 @@ def synthesize(
 
 def plant_trend(draft: Contract, streams: Streams) -> tuple[int, canonical.CanonicalState]:
     """Plant the persona's trend: redraw X until the focus moves its way (the last attempt is kept if none
-    does). The trend is judged as soon as the focus's layer is drawn: the layers after it cannot change the
-    focus, so an attempt that misses stops there instead of drawing the rest of the world."""
+    does). Most attempts miss (half the worlds miss all 8), so each is judged on a probe that draws only the
+    focus and what it depends on, bit for bit as the full state would have them (`canonical.probe`); only
+    the attempt kept is drawn in full. The last attempt is kept whatever it does, so it needs no probe."""
     judged_at = phenomena.trend_layer(draft)
     for attempt in range(TREND_ATTEMPTS):
-        state = canonical.CanonicalState()
-        layers = canonical.steps(draft, streams, attempt, state)
-        for layer in layers:
-            if layer == judged_at:
-                break
-        holds = phenomena.trend_holds(draft, state)
-        if holds or attempt == TREND_ATTEMPTS - 1:
-            for _ in layers:  # the rest of this attempt's layers
-                pass
-            if holds:
-                break
-    return attempt, state
+        last = attempt == TREND_ATTEMPTS - 1
+        if judged_at is not None and not last:
+            focus = canonical.probe(draft, streams, attempt, judged_at, draft.persona.focus)
+            if not phenomena.trend_holds(draft, focus):
+                continue
+        state = canonical.generate(draft, streams, attempt)
+        if judged_at is not None or last or phenomena.trend_holds(draft, state):
+            return attempt, state
+    raise AssertionError("unreachable: the last attempt is always kept")
 
 
 def build_world(

@@ -8,6 +8,7 @@ is written through openpyxl into memory and re-zipped with fixed timestamps.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import io
 import json
 import math
@@ -22,7 +23,9 @@ from openpyxl import Workbook
 from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.datetime import to_excel
+from openpyxl.workbook.child import INVALID_TITLE_REGEX
 from openpyxl.writer.excel import ExcelWriter
+from openpyxl.xml.functions import Element, tostring
 
 from contracts.hashing import column_sha256, file_sha256
 from contracts.model import SCHEMA_VERSION, Contract
@@ -62,7 +65,10 @@ def write_observed(df: pl.DataFrame, path: Path, fmt: str, system_label: str, sh
             df.write_ndjson(path)
         case "json":  # an export envelope around the records, as business APIs ship them
             header = json.dumps({"system": system_label, "record_count": df.height})[:-1]
-            path.write_text(f'{header}, "records": {df.write_json()}}}\n', encoding="utf-8")
+            with path.open("wb") as f:  # polars writes its UTF-8 bytes straight in, not via a Python str
+                f.write(f'{header}, "records": '.encode())
+                df.write_json(f)
+                f.write(b"}\n")
         case "xlsx":
             write_xlsx(df, path, sheets_by)
         case _:
@@ -72,23 +78,67 @@ def write_observed(df: pl.DataFrame, path: Path, fmt: str, system_label: str, sh
 def write_xlsx(df: pl.DataFrame, path: Path, sheets_by: str | None) -> None:
     groups = [(str(k), g) for (k,), g in df.group_by(sheets_by, maintain_order=True)] if sheets_by else [("data", df)]
     groups = sorted(groups, key=lambda kg: kg[0])
-    # openpyxl spends ~40 us a cell. The sheets' rows are serialised here instead, as openpyxl writes them,
-    # and openpyxl writes the workbook around them from each sheet's header and first rows (which register
-    # the date styles in the same order); a sheet whose first rows come out differently, or a value this
-    # serialiser does not cover, has openpyxl write everything.
-    fast = _SheetRows.of(groups)
+    # openpyxl spends ~40 us a cell and ~20 ms a workbook around them. The sheets' rows are serialised here
+    # instead, as openpyxl writes them (the tests compare the bytes on random frames), and every other part
+    # of the package is openpyxl's own: from a workbook it wrote once per process with as many sheets and the
+    # same date styles registered in the same order, the titles put in as openpyxl's XML writer escapes
+    # them. A value this serialiser does not cover, a title openpyxl would refuse or rename, no sheet or no
+    # column: openpyxl writes everything.
+    sheets = _SheetRows.of(groups)
+    titles = [name[:31] for name, _ in groups]
+    if not sheets or not _plain_titles(titles) or not all(group.width for _, group in groups):
+        return write_xlsx_openpyxl(groups, path)
+    rows = [sheet.rows() for sheet in sheets]
+    data, workbook, around = _template(len(groups), tuple(sheets[0].styles))
+    replace = {}
+    for k, title in enumerate(titles):
+        placeholder = f'name="{_PLACEHOLDER.format(k)}"'.encode()
+        if rows[k] is None or workbook.count(placeholder) != 1:
+            return write_xlsx_openpyxl(groups, path)
+        workbook = workbook.replace(placeholder, b'name="' + _title_attribute(title) + b'"')
+        before, after = around[k]
+        replace[f"xl/worksheets/sheet{k + 1}.xml"] = before + "".join(rows[k]).encode() + after
+    replace["xl/workbook.xml"] = workbook
+    _rezip_deterministic(data, path, replace)
+
+
+_PLACEHOLDER = "wgsheet{}"  # the template's sheet titles, each replaced by a file's own
+_TEMPORAL_SAMPLES = {dt.date: dt.date(2000, 1, 1), dt.datetime: dt.datetime(2000, 1, 1)}
+
+
+@functools.cache
+def _template(n_sheets: int, styles: tuple[type, ...]) -> tuple[bytes, bytes, tuple[tuple[bytes, bytes], ...]]:
+    """openpyxl's workbook with `n_sheets` placeholder-titled sheets and the date `styles` registered in this
+    order (stored, as `_saved` gives it), its workbook.xml, and each sheet's XML before and after its rows."""
     wb = Workbook(write_only=True)
     wb.properties.created = wb.properties.modified = FIXED_TIME
-    for k, (name, group) in enumerate(groups):
-        ws = wb.create_sheet(title=name[:31])
-        ws.append(group.columns)
-        for row in (group.head(fast[k].skeleton) if fast else group).iter_rows():
-            ws.append(list(row))
+    for k in range(n_sheets):
+        ws = wb.create_sheet(title=_PLACEHOLDER.format(k))
+        ws.append([_TEMPORAL_SAMPLES[kind] for kind in styles] if k == 0 and styles else ["h"])
     data = _saved(wb)
-    replace = _splice(data, fast) if fast else {}
-    if fast and replace is None:  # the first rows differ from openpyxl's: let it write every row
-        return write_xlsx_openpyxl(groups, path)
-    _rezip_deterministic(data, path, replace)
+    around = []
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        for k in range(n_sheets):
+            content = z.read(f"xl/worksheets/sheet{k + 1}.xml")
+            found = _SHEET_DATA.search(content)
+            if found is None:
+                raise RuntimeError("openpyxl wrote a worksheet without <sheetData>")
+            around.append((content[: found.start(1)], content[found.end(1) :]))
+        workbook = z.read("xl/workbook.xml")
+    return data, workbook, tuple(around)
+
+
+def _plain_titles(titles: list[str]) -> bool:
+    """Titles openpyxl keeps as they are: not empty, no character it refuses, none equal but for case."""
+    if any(not t or INVALID_TITLE_REGEX.search(t) or ILLEGAL_CHARACTERS_RE.search(t) for t in titles):
+        return False
+    return len({t.lower() for t in titles}) == len(titles)
+
+
+def _title_attribute(title: str) -> bytes:
+    """A sheet title escaped as openpyxl's XML writer writes workbook.xml's name attributes."""
+    raw = tostring(Element("sheet", name=title))
+    return raw[raw.index(b'"') + 1 : raw.rindex(b'"')]
 
 
 def write_xlsx_openpyxl(groups: list[tuple[str, pl.DataFrame]], path: Path) -> None:
@@ -113,7 +163,6 @@ def _saved(wb: Workbook) -> bytes:
     return buffer.getvalue()
 
 
-SKELETON_ROWS = 3  # data rows openpyxl writes itself in every sheet (more where a date column starts later)
 _ERROR_CODES = frozenset(ERROR_CODES)
 _SHEET_DATA = re.compile(rb"<sheetData>(.*)</sheetData>", re.DOTALL)
 
@@ -124,9 +173,6 @@ class _SheetRows:
 
     def __init__(self, frame: pl.DataFrame, styles: dict[type, int]):
         self.frame, self.styles = frame, styles
-        temporal = [c for c, t in frame.schema.items() if t == pl.Date or (t == pl.Datetime and t.time_zone is None)]
-        starts = [frame[c].is_not_null().arg_max() or 0 for c in temporal if frame[c].is_not_null().any()]
-        self.skeleton = max([SKELETON_ROWS, *(i + 1 for i in starts)])
 
     @staticmethod
     def of(groups: list[tuple[str, pl.DataFrame]]) -> list[_SheetRows] | None:
@@ -197,21 +243,6 @@ def _text_cell(ref: str, value: str) -> str | None:
     stripped = text.strip()
     space = ' xml:space="preserve"' if stripped and text != stripped else ""
     return f'<c r="{ref}" t="inlineStr"><is><t{space}>{_escape_cdata(text)}</t></is></c>'
-
-
-def _splice(data: bytes, sheets: list[_SheetRows]) -> dict[str, bytes] | None:
-    """Each worksheet of openpyxl's skeleton workbook with all its rows, if its skeleton rows are ours."""
-    replace = {}
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        for k, sheet in enumerate(sheets):
-            name = f"xl/worksheets/sheet{k + 1}.xml"
-            content = z.read(name)
-            found = _SHEET_DATA.search(content)
-            rows = sheet.rows()
-            if found is None or rows is None or found.group(1) != "".join(rows[: sheet.skeleton + 1]).encode():
-                return None
-            replace[name] = content[: found.start(1)] + "".join(rows).encode() + content[found.end(1) :]
-    return replace
 
 
 def _rezip_deterministic(data: bytes, path: Path, replace: dict[str, bytes] | None = None) -> None:
