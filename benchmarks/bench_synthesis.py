@@ -28,6 +28,7 @@ from contracts.hashing import column_sha256
 from worldgen import phenomena, skeleton
 from worldgen.build import BuildConfig, persona_for, validate_config
 from worldgen.contract import WorldSpec, build_contract
+from worldgen.observe import DefectSettings
 from worldgen.packs import get_pack
 from worldgen.pipeline import plant_trend
 from worldgen.seeding import Streams
@@ -53,7 +54,7 @@ def synthesize_timed(world: WorldSpec) -> tuple[dict[str, float], str]:
     lap("contract")
     draft.attempt, state = plant_trend(draft, streams)
     lap("canonical")
-    contract = phenomena.seal(draft, state)
+    contract = phenomena.seal(draft, state, DefectSettings().rows_lost())  # as pipeline.synthesize seals
     lap("seal")
     digest = hashlib.sha256(contract.model_dump_json().encode())
     for name in sorted(state.tables):
