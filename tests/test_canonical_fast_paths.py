@@ -25,12 +25,14 @@ def _draft(index: int):
     return build_contract(WorldSpec(0, index, "small", persona), pack, dag, streams), streams
 
 
-@pytest.mark.parametrize("index", range(6))
+TREND_WORLDS = (0, 2, 4, 5, 6, 7)  # the first six small worlds of seed 0 whose persona has a trend to judge
+
+
+@pytest.mark.parametrize("index", TREND_WORLDS)
 def test_the_trend_probe_draws_the_focus_as_the_full_state_has_it(index):
     draft, streams = _draft(index)
     judged_at = phenomena.trend_layer(draft)
-    if judged_at is None:
-        pytest.skip("this persona has no trend to judge")
+    assert judged_at is not None, f"world {index} has no trend: pick another for TREND_WORLDS"
     focus = draft.persona.focus
     for attempt in range(3):
         full = canonical.generate(draft, streams, attempt)
