@@ -126,13 +126,16 @@ def co_location_gap(contract: Contract, state: CanonicalState, fit: Fit, e: Edge
             continue
         F = _feature_matrix(feature, np.asarray(inside, dtype=float))[keep]
         XtF, FtF, Fty = X.T @ F, np.einsum("ij,ij->j", F, F), F.T @ y
-        for m in range(F.shape[1]):  # the normal equations with column k swapped for the candidate's feature
+        varies = FtF - F.sum(axis=0) ** 2 / max(len(y), 1) > 1e-12 * max(len(y), 1)
+        for m in np.flatnonzero(varies):  # the normal equations with column k swapped for the candidate's feature
             A_m, b_m = A.copy(), b.copy()
             A_m[k, :], A_m[:, k], b_m[k] = XtF[:, m], XtF[:, m], Fty[m]
             A_m[k, k] = FtF[m]
             try:
                 coef = np.linalg.solve(A_m, b_m)
             except np.linalg.LinAlgError:
+                continue
+            if not np.isfinite(coef[j]):  # a candidate the other columns explain: no slope to compare
                 continue
             gap = max(gap, abs(planted * (coef[j] - fit.coef[j])))
     return gap
@@ -176,13 +179,14 @@ def located_share_gaps(
 
 def visible_panel(contract: Contract, state: CanonicalState, e: Edge, x: np.ndarray) -> np.ndarray:
     """A cause's (units, periods) panel as the files hold it: no file has a row for a day its unit did not
-    report, so a series that exists every day (a root) reads the unit's last report, and activity its mean
-    over the reported days (as an analyst, and the auditor, fill them)."""
+    report, so a series that exists every day (a root) reads the unit's last report, and activity (made by
+    other causes, or events) its mean over the reported days (as an analyst, and the auditor, fill them)."""
     U, T = x.shape
     reported = state.column("panel", "open").reshape(U, T).astype(bool)
     if reported.all():
         return x
-    if any(edge.child == e.parent for edge in contract.edges):
+    made = any(edge.child == e.parent for edge in contract.edges)
+    if made or contract.variable(e.parent).grain == "event":  # activity (and a day without events) reads its mean
         return np.where(reported, x, np.nanmean(np.where(reported, x, np.nan)))
     last = np.maximum.accumulate(np.where(reported, np.arange(T), -1), axis=1)
     return np.where(last >= 0, np.take_along_axis(x, np.maximum(last, 0), axis=1), e.params["center"])
