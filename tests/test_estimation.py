@@ -101,6 +101,12 @@ def test_a_lagged_cause_reads_its_last_report_over_unreported_days():
     assert np.array_equal(carried[:, monday], x[:, monday])
     held = visible_panel(contract, state, made, x)
     assert np.allclose(held[:, sunday], x[is_open].mean()) and np.array_equal(held[:, friday], x[:, friday])
+    orders = Variable(
+        name="orders", description="orders", grain="event", dtype="float", unit="", mean=0, sd=1, system="s", layer=0
+    )  # fmt: skip
+    daily = Edge(parent="orders", child="y", kind="lag", params=params, sign="+", note="")
+    events = _contract([daily], [orders, _panel_variable("y", 1)])
+    assert np.allclose(visible_panel(events, state, daily, x)[:, sunday], x[is_open].mean())  # no events: mean
     panel["open"] = np.ones(units * days, dtype=np.int8)
     assert visible_panel(contract, state, root, x) is x
 
