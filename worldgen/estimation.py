@@ -66,12 +66,18 @@ class Fit:
 
         Drivers are the time-varying parents: a unit attribute moves a child's mean only through which
         units happen to report in each half, a few missing rows' worth of noise, so it is no driver."""
-        late, early = self.day >= half, self.day < half
-        if not late.any() or not early.any():
+        late, early, g = self._halves(half)
+        if g is None:
             return {}
-        g = self.X[late].mean(axis=0) - self.X[early].mean(axis=0)
         parents = sorted({o for o in self.owner if o} & drivers)
         return {p: float(g[self.columns(p)] @ self.coef[self.columns(p)]) for p in parents}
+
+    def _halves(self, half: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The late and early rows, and each column's change of mean between them (None if a half is empty)."""
+        late, early = self.day >= half, self.day < half
+        if not late.any() or not early.any():
+            return late, early, None
+        return late, early, self.X[late].mean(axis=0) - self.X[early].mean(axis=0)
 
     def shares(self, half: int, drivers: set[str], rows_lost: float) -> tuple[dict[str, float], dict[str, float]]:
         """Each driver's contribution to the change, and the standard error of its share: of the coefficients,
@@ -80,8 +86,7 @@ class Fit:
         total = sum(deltas.values())
         if abs(total) < 1e-12:
             return deltas, {}
-        late, early = self.day >= half, self.day < half
-        g = self.X[late].mean(axis=0) - self.X[early].mean(axis=0)
+        late, early, g = self._halves(half)
         contribution = {p: self.X[:, self.columns(p)] @ self.coef[self.columns(p)] for p in deltas}
         together = sum(contribution.values())
         errors = {}
