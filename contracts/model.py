@@ -20,7 +20,9 @@ from contracts.safeio import MIB, read_json
 
 MAX_CONTRACT_BYTES = 16 * MIB  # ours are ~40 KiB
 
-SCHEMA_VERSION = "2.2"  # 2.2: dated effects may need a country holiday (with_holiday); 2.1: localised calendars
+# 2.3: the persona's trend has a carrier root (X of a 2.2 contract regenerates differently); 2.2: dated effects
+# may need a country holiday (with_holiday); 2.1: localised calendars
+SCHEMA_VERSION = "2.3"
 MECHANISM_KINDS = (
     "monotone",
     "threshold",

@@ -24,9 +24,9 @@ from worldgen.write import write_world
 # sha256 over the sorted lines "<relative path>\0<sha256 of the file>\n" of contract.json, ledger.jsonl,
 # projection.json, canonical/ and observed/ (everything synthesis writes; the audit and tasks follow from them).
 GOLDEN = {
-    "small": "e0ca1c0c970730b66f1fdd35b856a420f1c292bd5a6607930ed22b394d31c853",
-    "default": "8fe79ff6e436ca1fd1940f4ad44fba95ead3ef594c465e08bc8d2f73678d8054",
-    "large": "d098e1b3a9806169c2476be200bd35345c4cefe5e8910503e216a0c3b9d35718",
+    "small": "afd4e854d3beda366f3eac5ad9e905dd60e43485d976a29e46f92309782abf2f",
+    "default": "7ee0f90dfeea9e517c84f4d7e5250ee27f5a3701f3eaa3fc6b282fdb55e122c9",
+    "large": "0cbad2643a7108589eb115920f728b5ba82a247e527cbcb20789212f8038b410",
 }
 
 

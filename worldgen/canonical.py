@@ -26,7 +26,7 @@ from worldgen.entities import draw_entities, draw_events
 from worldgen.grid import Grid
 from worldgen.mechanisms import MECHANISMS, Scale, resolve
 from worldgen.observation import report, respond
-from worldgen.roots import draw_root
+from worldgen.roots import draw_root, trend_push
 from worldgen.seeding import Streams
 
 Table = MappingProxyType  # read-only mapping of column name -> read-only array
@@ -107,6 +107,7 @@ class Step:
     rng: np.random.Generator
     outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     event_detail: str = "full"  # a trend probe's events: "draws" or "keys" (see `probe`, `draw_events`)
+    pushes: dict[str, float] = field(default_factory=dict)  # the root carrying the trend (`trend_push`)
 
     def lookup(self, table: str, name: str) -> np.ndarray:
         if table in self.outputs and name in self.outputs[table]:
@@ -158,6 +159,7 @@ def steps(contract: Contract, streams: Streams, attempt: int, state: CanonicalSt
     stop after any layer and judge what is drawn so far as the finished state will have it."""
     grid = Grid(contract.entity("unit").count, contract.timeline.periods)
     parents_of = _parents_of(contract)
+    pushes = trend_push(contract, streams.rng("trend", attempt))
     entities = lambda: draw_entities(contract, streams.rng("canonical", attempt, 0))  # noqa: E731
     state.run_step("entities", streams.record("canonical", attempt, 0), [], entities)
     yield -1
@@ -166,7 +168,7 @@ def steps(contract: Contract, streams: Streams, attempt: int, state: CanonicalSt
         parents = {(table_of(contract.variable(e.parent)), e.parent) for n in names for e in parents_of[n]}
 
         def run(names=names, step=step) -> Outputs:
-            ctx = Step(contract, state, grid, streams.rng("canonical", attempt, step))
+            ctx = Step(contract, state, grid, streams.rng("canonical", attempt, step), pushes=pushes)
             for name in names:
                 _draw_into(ctx, contract.variable(name), parents_of[name])
             return ctx.outputs
@@ -187,12 +189,13 @@ def probe(contract: Contract, streams: Streams, attempt: int, upto: int, target:
     state = CanonicalState()
     grid = Grid(contract.entity("unit").count, contract.timeline.periods)
     parents_of = _parents_of(contract)
+    pushes = trend_push(contract, streams.rng("trend", attempt))
     state.commit(draw_entities(contract, streams.rng("canonical", attempt, 0), named=False))
     for layer, names in enumerate(contract.layers[: upto + 1]):
         drawn = [name for name in names if name in needed]  # a prefix of the step's names
         if not drawn:
             continue  # every step has its own stream: skipping one moves no other step's draws
-        ctx = Step(contract, state, grid, streams.rng("canonical", attempt, layer + 1))
+        ctx = Step(contract, state, grid, streams.rng("canonical", attempt, layer + 1), pushes=pushes)
         ctx.event_detail = "keys" if contract.variable(drawn[-1]).role == "volume" else "draws"
         for name in drawn:
             _draw_into(ctx, contract.variable(name), parents_of[name])
@@ -280,7 +283,8 @@ def _latent(ctx: Step, v: Variable, edges: list[Edge]) -> np.ndarray:
     """One variable's level on its grid: a root pattern, or mean + sum of edge contributions (the volume's on
     a nominal day; the calendar scales it in `_draw_into`). Observation noise comes after, in `_reported`."""
     if not edges:
-        total = draw_root(v, ctx.grid, ctx.contract, ctx.rng, ctx.state.column("units", "region"))
+        region = ctx.state.column("units", "region")
+        total = draw_root(v, ctx.grid, ctx.contract, ctx.rng, region, ctx.pushes.get(v.name))
     else:
         total = np.full(ctx.grid.shape(v.grain), v.mean)
         for e in sorted(edges, key=lambda e: e.parent):

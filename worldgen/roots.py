@@ -11,6 +11,10 @@ and a regime shift after the management change day for a subset of units. `polic
 functions that change for a subset of units around the change day and get a few nudges a year. Event roots
 have a unit level and a shift after the change day. Every pattern changes something between the two halves,
 which is what gives a world its H1 -> H2 story.
+
+A change's direction is a coin flip, except for the one root `trend_push` picks to carry the persona's
+trend: it changes the way that moves the focus as the persona's concern says (through edges whose signs
+all agree), so the concern is planted instead of hoped for.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 from contracts.calendar import days_of_year
 from contracts.model import Contract, Variable
 from worldgen.grid import Grid
+from worldgen.mechanisms import MECHANISMS
 
 CHANGE_JITTER_DAYS = 10  # units adopt the change within +-10 days of the change day, not all on one day
 CHANGED_SHARE = (0.35, 0.75)  # share of units whose level changes after the change day
@@ -50,30 +55,97 @@ CATEGORY_CONCENTRATION = 3.0  # Dirichlet concentration of level shares: uneven 
 
 
 def draw_root(
-    v: Variable, grid: Grid, contract: Contract, rng: np.random.Generator, unit_region: np.ndarray
+    v: Variable,
+    grid: Grid,
+    contract: Contract,
+    rng: np.random.Generator,
+    unit_region: np.ndarray,
+    rise: float | None = None,
 ) -> np.ndarray:
-    """One root variable on its grid (`unit_region`: each unit's region, for shared external series)."""
+    """One root variable on its grid (`unit_region`: each unit's region, for shared external series).
+    `rise` (+1 or -1) fixes which way its change after the change day goes; None leaves it to the coin."""
     if v.grain == "unit":
         return _unit_attribute(v, grid, rng)
     if v.grain == "event":
-        return _event_root(v, grid, contract, rng)
+        return _event_root(v, grid, contract, rng, rise)
     if v.scope != "unit":
-        return external_series(v, grid, contract, rng, unit_region)
+        return external_series(v, grid, contract, rng, unit_region, rise)
     U, T = grid.units, grid.periods
     change = contract.timeline.change_day + rng.integers(-CHANGE_JITTER_DAYS, CHANGE_JITTER_DAYS + 1, size=U)
     after = np.arange(T)[None, :] >= change[:, None]
-    changed = rng.random(U) < rng.uniform(*CHANGED_SHARE)
-    direction = rng.choice([-1.0, 1.0])
-    if v.dtype == "binary":
+    draws = rng.random(U)
+    share = rng.uniform(*CHANGED_SHARE)
+    changed = draws < (share if rise is None else CHANGED_SHARE[1])  # the carrier: as many units as any root
+    if v.dtype == "binary":  # a flag's probability moves from mean + direction * swing to mean - that
+        direction = _direction(rng, None if rise is None else -rise)
         p_before = np.clip(v.mean + direction * BINARY_SWING, 0.05, 0.95)
         p_after = np.clip(v.mean - direction * BINARY_SWING, 0.05, 0.95)
         if v.pattern == "policy":
             return _campaigns(U, T, after & changed[:, None], p_before, p_after, rng)
         return (rng.random((U, T)) < np.where(after, p_after, p_before)).astype(float)
-    shift = direction * rng.uniform(*SHIFT_SD) * v.sd
+    direction, size = _direction(rng, rise), rng.uniform(*SHIFT_SD)
+    shift = direction * (size if rise is None else SHIFT_SD[1]) * v.sd  # the carrier: as large as any root's
     if v.pattern == "policy":
         return _lever(v, U, T, after & changed[:, None], shift, rng)
-    return _signal(v, U, T, after & changed[:, None], shift, rng)
+    return _signal(v, U, T, after & changed[:, None], shift, rng, rise)
+
+
+def _direction(rng: np.random.Generator, rise: float | None) -> float:
+    """The coin is tossed either way, so fixing one root's direction moves no other draw of its stream."""
+    coin = float(rng.choice([-1.0, 1.0]))
+    return coin if rise is None else rise
+
+
+# Kinds whose edge sign says which way the child moves with the parent on average (an interaction's
+# slope averages to nothing over its moderator; a categorical parent has no order).
+SIGNED_KINDS = frozenset(kind for kind, m in MECHANISMS.items() if m.sign_param and kind != "interaction")
+
+
+def trend_push(contract: Contract, rng: np.random.Generator) -> dict[str, float]:
+    """{root: rise} for one root, picked at random, whose change can carry the persona's trend: a root
+    that changes at the change day and whose signed paths to the focus agree in sign (a path through an
+    interaction or a category has no sign and is left out); its rise is the trend's direction times that
+    sign. Empty without a trend or without such a root."""
+    persona = contract.persona
+    if persona.trend is None or persona.focus is None:
+        return {}
+    wanted = 1.0 if persona.trend == "up" else -1.0
+    children = {e.child for e in contract.edges}
+    candidates = {
+        name: wanted * signed.pop()
+        for name, signs in _path_signs(contract, persona.focus).items()
+        if len(signed := signs - {None}) == 1 and name not in children and _changes(contract.variable(name))
+    }
+    if not candidates:
+        return {}
+    root = sorted(candidates)[int(rng.integers(len(candidates)))]
+    return {root: candidates[root]}
+
+
+def _changes(v: Variable) -> bool:
+    """A root whose level moves at the change day (unit attributes are static; weather and rates follow
+    their own course)."""
+    if v.grain == "unit" or v.dtype == "categorical":
+        return False
+    return v.scope == "unit" or v.shape in (None, "index")
+
+
+def _path_signs(contract: Contract, focus: str) -> dict[str, set[float | None]]:
+    """For each ancestor of the focus, the signs (products of edge signs) of its paths to the focus; None
+    for a path through an edge with no sign."""
+    children: dict[str, list] = {}
+    for e in contract.edges:
+        children.setdefault(e.parent, []).append(e)
+    signs: dict[str, set[float | None]] = {focus: {1.0}}
+    for layer in reversed(contract.layers):
+        for name in layer:
+            for e in children.get(name, []):
+                if e.child not in signs:
+                    continue
+                edge = (1.0 if e.sign == "+" else -1.0) if e.kind in SIGNED_KINDS else None
+                found = signs.setdefault(name, set())
+                found |= {None if s is None or edge is None else s * edge for s in signs[e.child]}
+    return signs
 
 
 def _unit_attribute(v: Variable, grid: Grid, rng: np.random.Generator) -> np.ndarray:
@@ -88,10 +160,12 @@ def _unit_attribute(v: Variable, grid: Grid, rng: np.random.Generator) -> np.nda
     return np.array(v.levels, dtype=object)[rng.permutation(codes)]
 
 
-def _event_root(v: Variable, grid: Grid, contract: Contract, rng: np.random.Generator) -> np.ndarray:
+def _event_root(
+    v: Variable, grid: Grid, contract: Contract, rng: np.random.Generator, rise: float | None
+) -> np.ndarray:
     """Drawn per event: a unit level, a shift after the change day, event noise."""
     unit_level = v.mean + EVENT_UNIT_SD * v.sd * rng.standard_normal(grid.units)
-    shift = rng.choice([-1.0, 1.0]) * rng.uniform(*EVENT_SHIFT_SD) * v.sd
+    shift = _direction(rng, rise) * rng.uniform(*EVENT_SHIFT_SD) * v.sd
     late = grid.event_day >= contract.timeline.change_day
     base = unit_level[grid.event_unit] + np.where(late, shift, 0.0)
     return base + EVENT_NOISE_SD * v.sd * rng.standard_normal(base.shape)
@@ -109,9 +183,13 @@ def _lever(v: Variable, U: int, T: int, late: np.ndarray, shift: float, rng: np.
     return np.round(np.clip(level, lo, hi), v.decimals)
 
 
-def _signal(v: Variable, U: int, T: int, late: np.ndarray, shift: float, rng: np.random.Generator) -> np.ndarray:
+def _signal(
+    v: Variable, U: int, T: int, late: np.ndarray, shift: float, rng: np.random.Generator, rise: float | None = None
+) -> np.ndarray:
     unit_effect = UNIT_EFFECT_SD * v.sd * rng.standard_normal(U)[:, None]
     phase = rng.uniform(0, 365)
+    if rise is not None:  # the carrier's season does not undo its change: its second half is the warmer one
+        phase = phase % (365 / 2) + (365 / 4 if rise > 0 else 3 * 365 / 4)
     season = ANNUAL_CYCLE_SD * v.sd * np.sin(2 * np.pi * (np.arange(T) + phase) / 365.0)[None, :]
     first = rng.standard_normal(U)
     shocks = rng.standard_normal((U, T)) * np.sqrt(1 - AR_COEFFICIENT**2)
@@ -194,7 +272,12 @@ def _shared(rng: np.random.Generator, regions: int, periods: int, persistence: f
 
 
 def external_series(
-    v: Variable, grid: Grid, contract: Contract, rng: np.random.Generator, unit_region: np.ndarray
+    v: Variable,
+    grid: Grid,
+    contract: Contract,
+    rng: np.random.Generator,
+    unit_region: np.ndarray,
+    rise: float | None = None,
 ) -> np.ndarray:
     """A region or nation series, spread onto the units there: (units, periods)."""
     regions = list(contract.regions) if v.scope == "region" else ["*"]
@@ -208,7 +291,7 @@ def external_series(
         case "steps":
             series = np.repeat(_steps(v, contract, T, rng)[None, :], len(regions), axis=0)
         case _:
-            series = _index(v, contract, len(regions), T, rng)
+            series = _index(v, contract, len(regions), T, rng, rise)
     lo = v.min if v.min is not None else -np.inf
     hi = v.max if v.max is not None else np.inf
     series = np.round(np.clip(series, lo, hi), v.decimals)
@@ -239,9 +322,11 @@ def _rain(contract: Contract, regions: int, doy: np.ndarray, rng: np.random.Gene
     return np.where(wet, amount, 0.0)
 
 
-def _index(v: Variable, contract: Contract, regions: int, periods: int, rng: np.random.Generator) -> np.ndarray:
+def _index(
+    v: Variable, contract: Contract, regions: int, periods: int, rng: np.random.Generator, rise: float | None
+) -> np.ndarray:
     drift = v.sd * _ar1(rng, (1, periods), INDEX_PERSISTENCE)
-    shift = rng.choice([-1.0, 1.0]) * rng.uniform(*INDEX_SHIFT_SD) * v.sd
+    shift = _direction(rng, rise) * rng.uniform(*INDEX_SHIFT_SD) * v.sd
     after = np.arange(periods) >= contract.timeline.change_day
     level = v.mean + drift + np.where(after, shift, 0.0)[None, :]
     return np.repeat(level, regions, axis=0)
