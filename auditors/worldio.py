@@ -244,16 +244,27 @@ def read_csv(path: Path) -> pl.DataFrame:
 
     Polars infers a column's type from the set of types its fields read as (integer and float make float;
     any other mix, or any text, makes text), so the distinct values of a column infer what all its rows do.
-    In a file without quotes (and carriage returns) a field's text is its value: the file is read as text,
-    each column's type inferred by polars itself from its distinct values (its first values first: one
-    text value settles it), and the text cast to those types (the values reading the file again with
-    them would give: a number's cast parses its text as the reader does; a file with another type is read
-    again). A file with quotes is read the plain way."""
+    Where a field's text is its value the file is read as text, each column's type inferred by polars itself
+    from its distinct values (`_schema`), and the text cast to those types (the values reading the file again
+    with them would give: a number's cast parses its text as the reader does; a file with another type is
+    read again). That holds in a file without quotes (and carriage returns), and in one whose quotes are
+    only the pairs around the values that need them (a comma or a line break: `_only_needed_quotes`), which
+    are text both ways (a quoted field reads as text; a value with a comma or a line break matches no
+    number). Any other file is read the plain way."""
     data = path.read_bytes()
-    if b'"' in data or b"\r" in data:
+    if b"\r" in data:
         return pl.read_csv(data, infer_schema_length=None)
-    text = pl.read_csv(data, infer_schema=False)
-    schema = {name: _inferred(text[name]) for name in text.columns}
+    if b'"' in data:
+        try:
+            text = pl.read_csv(data, infer_schema=False)
+        except pl.exceptions.PolarsError:
+            return pl.read_csv(data, infer_schema_length=None)
+        quoted = _quoted_columns(data, text)
+        if quoted is None:
+            return pl.read_csv(data, infer_schema_length=None)
+    else:
+        text, quoted = pl.read_csv(data, infer_schema=False), set()
+    schema = _schema(text, quoted)
     if not all(dtype in CAST_AS_READ for dtype in schema.values()):  # a text-to-boolean cast does not exist
         return pl.read_csv(data, schema=schema)
     return text.with_columns(pl.col(name).cast(dtype) for name, dtype in schema.items() if dtype != pl.String)
@@ -261,22 +272,82 @@ def read_csv(path: Path) -> pl.DataFrame:
 
 # Types whose cast from a field's text gives what the CSV reader gives (numbers: both parse them alike).
 CAST_AS_READ = (pl.String, pl.Int64, pl.Float64)
+SPECIAL = "[,\n]"  # a value holding one of these was quoted in the file (unquoted, it would be split)
 
 
-def _inferred(column: pl.Series) -> pl.DataType:
-    values = column.drop_nulls()
-    if values.is_empty():
-        return pl.String
-    inferred = _infer(values.head(CSV_SAMPLE))
-    if inferred == pl.String or values.len() <= CSV_SAMPLE:
-        return inferred
-    return _infer(values.unique())
+def _quoted_columns(data: bytes, text: pl.DataFrame) -> set[str] | None:
+    """The columns with a value holding a comma or a line break, when the quotes of a file (read as `text`)
+    are exactly one pair around each such value and none in the header (so no other field was quoted: no
+    number, no boolean); None for any other file.
+
+    Every value with a comma or a line break comes from a quoted field (two quotes, more if it holds quotes);
+    a file with no value holding a quote, and as many quotes as two per such value, has no other quote."""
+    header = data[: data.find(b"\n")] if b"\n" in data else data
+    if b'"' in header:
+        return None
+    needed, columns = 0, set()
+    for name in text.columns:
+        column = text[name]
+        if column.null_count() == column.len():
+            continue
+        if column.str.contains('"', literal=True).any():
+            return None
+        special = int(column.str.contains(SPECIAL).sum())
+        if special:
+            needed += 2 * special
+            columns.add(name)
+    return columns if data.count(b'"') == needed else None
 
 
-def _infer(values: pl.Series) -> pl.DataType:
-    """The type polars infers for a column holding these (unquoted, non-empty) field texts."""
-    lines = values.str.join("\n").item()
-    return pl.read_csv(f"x\n{lines}\n".encode(), infer_schema_length=None).schema["x"]
+DIGITS_KEPT = 18  # bytes: an integer of this many digits (or fewer) is an Int64 whatever its digits
+DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _schema(text: pl.DataFrame, quoted: set[str]) -> dict[str, pl.DataType]:
+    """The type polars infers for each column of a file read as text, from each column's distinct values.
+
+    A column in `quoted` (holding a value with a comma or a line break) is text. Every other column's first values are
+    inferred first (in one read for all columns; one text value settles it); for a column they leave
+    numeric, its distinct values are. Polars infers a field's type from the pattern of its characters, in
+    which any ASCII digit may stand for any other (and, for an integer, from whether it fits in an Int64):
+    when the values are ASCII of at most 18 bytes (any integer among them fits), each digit is replaced by
+    0, which changes no value's inferred type and leaves a handful of distinct values (shapes) to infer."""
+    schema: dict[str, pl.DataType] = dict.fromkeys(text.columns, pl.String)
+    values = {}
+    for name in text.columns:
+        column = text[name].drop_nulls()
+        if not column.is_empty() and name not in quoted:
+            values[name] = column
+    heads = _infer_columns({name: column.head(CSV_SAMPLE) for name, column in values.items()})
+    distinct = {}
+    for name, column in values.items():
+        schema[name] = heads[name]
+        if heads[name] != pl.String and column.len() > CSV_SAMPLE:
+            column = column.unique()
+            shapes = set(column.str.join("\n").item().encode().translate(DIGITS_AS_ZERO).split(b"\n"))
+            if all(len(shape) <= DIGITS_KEPT and shape.isascii() for shape in shapes):
+                column = pl.Series(sorted(shape.decode() for shape in shapes))
+            distinct[name] = column
+    schema.update(_infer_columns(distinct))
+    return schema
+
+
+def _infer_columns(columns: dict[str, pl.Series]) -> dict[str, pl.DataType]:
+    """The types polars infers for columns holding these (non-empty, without comma, quote or line break)
+    field texts: one CSV of them all, the shorter columns padded with empty fields (which infer nothing)."""
+    if not columns:
+        return {}
+    height = max(column.len() for column in columns.values())
+    padded = pl.DataFrame(
+        [
+            column.extend_constant(None, height - column.len()).alias(f"c{k}")
+            for k, column in enumerate(columns.values())
+        ]
+    )
+    lines = padded.select(pl.concat_str(pl.all().fill_null(""), separator=",")).to_series().str.join("\n").item()
+    header = ",".join(padded.columns)
+    inferred = pl.read_csv(f"{header}\n{lines}\n".encode(), infer_schema_length=None).schema
+    return {name: inferred[f"c{k}"] for k, name in enumerate(columns)}
 
 
 MAX_DOCUMENT_BYTES = 1 << 20  # a data dictionary is a page or two of markdown
