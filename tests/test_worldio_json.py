@@ -12,7 +12,7 @@ import math
 import polars as pl
 import pytest
 
-from auditors.worldio import JSON_SAMPLE, read_json_envelope, read_json_records
+from auditors.worldio import JSON_SAMPLE, read_json_envelope, read_json_records, read_ndjson
 from contracts.errors import WorldFormatError
 from contracts.safeio import loads
 
@@ -171,3 +171,57 @@ def test_float_text_round_trips():
     ]
     frame = pl.DataFrame({"a": values, "b": list(range(len(values)))})
     assert _check(_written(frame)) is not None
+
+
+def _check_ndjson(path) -> None:
+    try:
+        expected = pl.read_ndjson(path, infer_schema_length=None)
+    except Exception as exc:  # noqa: BLE001
+        with pytest.raises(type(exc)) as raised:
+            read_ndjson(path)
+        assert str(raised.value) == str(exc)
+        return
+    got = read_ndjson(path)
+    assert got.schema == expected.schema
+    assert got.equals(expected, null_equal=True)
+
+
+@pytest.mark.parametrize("name", sorted(WRITTEN))
+def test_ndjson_written_by_polars(tmp_path, name):
+    path = tmp_path / "f.jsonl"
+    try:
+        WRITTEN[name].write_ndjson(path)
+    except pl.exceptions.PolarsError:
+        pytest.skip("polars does not write this frame as NDJSON")
+    _check_ndjson(path)
+
+
+@pytest.mark.parametrize("name", sorted(HAND))
+def test_ndjson_hand_written(tmp_path, name):
+    records = HAND[name]
+    lines = records[1:-1].replace("},{", "}\n{") + "\n" if records.startswith("[") else records
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(lines.encode())
+    _check_ndjson(path)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",
+        b"\n",
+        b'{"a":1}',
+        b'{"a":1}\n\n',
+        b'{"a":1}\r\n' * 300,
+        b'{"a":1}\n' * 300 + b'{"a":1',
+        b'\xef\xbb\xbf{"a":1}\n',
+    ],
+)
+def test_ndjson_edges(tmp_path, text):
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(text)
+    _check_ndjson(path)
+
+
+def test_ndjson_missing_file(tmp_path):
+    _check_ndjson(tmp_path / "absent.jsonl")
