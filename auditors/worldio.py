@@ -504,18 +504,40 @@ INT64_MIN = -(2**63)
 def key_numbers(keys: pl.Series) -> pl.Series:
     """`key_to_int` of a column (named as it), with less work: an integer key's text is its digits after an
     optional minus sign, so its number is its magnitude; a text key that repeats (a unit's key on each of
-    its thousands of rows) is read once per distinct key (the regex is most of parsing a file)."""
+    its thousands of rows) is read once per distinct key (the regex is most of parsing a file); ASCII keys
+    that end in a digit are read without the regex (`_trailing_digits`)."""
     if keys.dtype == pl.Int64 and (keys.min() is None or keys.min() > INT64_MIN):  # |min| fits in an Int64
         return keys.abs()
     sample = keys.head(KEY_SAMPLE)
     if keys.dtype == pl.String and sample.n_unique() * KEY_REPEATS <= sample.len():
         try:
-            numbers = keys.unique().to_frame().with_columns(key_to_int(pl.col(keys.name)).alias("number"))
-            on_rows = keys.to_frame().join(numbers, on=keys.name, how="left", maintain_order="left", nulls_equal=True)
+            distinct = keys.unique()
+            numbers = _trailing_digits(distinct)
+            if numbers is None:
+                numbers = distinct.to_frame().select(key_to_int(pl.col(keys.name))).to_series()
+            found = pl.DataFrame({keys.name: distinct, "number": numbers})
+            on_rows = keys.to_frame().join(found, on=keys.name, how="left", maintain_order="left", nulls_equal=True)
             return on_rows["number"].alias(keys.name)
         except pl.exceptions.PolarsError:  # a key too large for a number: raised below, worded as for every row
             pass
+    if keys.dtype == pl.String and (numbers := _trailing_digits(keys)) is not None:
+        return numbers
     return keys.to_frame().select(key_to_int(pl.col(keys.name))).to_series()
+
+
+def _trailing_digits(keys: pl.Series) -> pl.Series | None:
+    """`key_to_int` of a text column whose keys are all ASCII and end in a digit: the number of the digits at
+    the end (what the regex captures: before them is no digit, after them no space), found by a search
+    anchored at the end instead of an extraction; None for any other column, or one whose digits do not fit
+    a number (the regex reading words the error)."""
+    key = pl.col(keys.name)
+    frame = keys.to_frame().select(key, start=key.str.find("[0-9]+$"), ascii=key.str.len_bytes() == key.str.len_chars())
+    if frame["start"].null_count() != keys.null_count() or not frame["ascii"].all():
+        return None
+    try:
+        return frame.select(key.str.slice(pl.col("start")).cast(pl.Int64)).to_series()
+    except pl.exceptions.PolarsError:
+        return None
 
 
 def parse_time(frame: pl.DataFrame, column: str, style: str, start: dt.date, seconds: bool) -> pl.Expr:
@@ -529,7 +551,7 @@ def parse_time(frame: pl.DataFrame, column: str, style: str, start: dt.date, sec
         stamp = col.cast(pl.Datetime("us"))
     else:
         fmt = DATE_STYLES[style] + (TIME_SUFFIX if seconds else "")
-        stamp = col.cast(pl.String).str.strptime(pl.Datetime("us"), fmt, strict=False)
+        stamp = col.cast(pl.String).str.strptime(pl.Datetime("us"), fmt, strict=False, cache=False)  # same values
     delta = stamp - pl.lit(origin)
     return delta.dt.total_seconds() if seconds else delta.dt.total_days()
 
