@@ -373,9 +373,9 @@ def read_csv(path: Path) -> pl.DataFrame:
     from its distinct values (`_schema`), and the text cast to those types (the values reading the file again
     with them would give: a number's cast parses its text as the reader does; a file with another type is
     read again). That holds in a file without quotes (and carriage returns), and in one whose quotes are
-    only the pairs around the values that need them (a comma or a line break: `_only_needed_quotes`), which
-    are text both ways (a quoted field reads as text; a value with a comma or a line break matches no
-    number). Any other file is read the plain way."""
+    only the pairs around the values that need them (a comma or a line break: `_quoted_columns`), whose
+    columns are text both ways (a quoted field reads as text; a value with a comma or a line break matches
+    no number). Any other file is read the plain way."""
     data = path.read_bytes()
     if b"\r" in data:
         return pl.read_csv(data, infer_schema_length=None)
@@ -431,9 +431,9 @@ DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 def _schema(text: pl.DataFrame, quoted: set[str]) -> dict[str, pl.DataType]:
     """The type polars infers for each column of a file read as text, from each column's distinct values.
 
-    A column in `quoted` (holding a value with a comma or a line break) is text. Every other column's first values are
-    inferred first (in one read for all columns; one text value settles it); for a column they leave
-    numeric, its distinct values are. Polars infers a field's type from the pattern of its characters, in
+    A column in `quoted` (holding a value with a comma or a line break) is text. Every other column's first
+    values are inferred first (in one read for all columns; one text value settles it); for a column they
+    leave numeric, its distinct values are. Polars infers a field's type from the pattern of its characters, in
     which any ASCII digit may stand for any other (and, for an integer, from whether it fits in an Int64):
     when the values are ASCII of at most 18 bytes (any integer among them fits), each digit is replaced by
     0, which changes no value's inferred type and leaves a handful of distinct values (shapes) to infer."""
