@@ -8,7 +8,9 @@ by the system's date style.
 from __future__ import annotations
 
 import datetime as dt
+import io
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -222,10 +224,10 @@ def _read(world: World, d: Deliverable) -> pl.DataFrame:
             case "parquet":
                 return pl.read_parquet(path)
             case "jsonl":
-                return pl.read_ndjson(path, infer_schema_length=None)
+                return read_ndjson(path)
             case "json":
                 data = read_bytes(path, max_bytes=MAX_DATA_FILE_BYTES, what="observed file")
-                return pl.DataFrame(loads(data, where=f"observed/{d.file}")["records"], infer_schema_length=None)
+                return read_json_envelope(data, where=f"observed/{d.file}")
             case "xlsx":
                 sheets = pl.read_excel(path, sheet_id=0, engine="calamine")
                 return pl.concat(list(sheets.values()), how="vertical_relaxed")
@@ -236,6 +238,129 @@ def _read(world: World, d: Deliverable) -> pl.DataFrame:
     raise WorldFormatError(f"observed/{d.file}: unknown format {d.format!r}")
 
 
+# An envelope as the generator writes it: this header, polars' `write_json` of the records, "}" and a newline.
+JSON_HEADER = re.compile(rb'\{"system": "[ !#-\[\]-~]*", "record_count": (?:0|[1-9][0-9]*), "records": ')
+JSON_SAMPLE = 100  # records at each end of the array whose types are tried first
+FLAT = (pl.String, pl.Int64, pl.Float64, pl.Boolean, pl.Null)
+
+
+def read_json_envelope(data: bytes, where: str) -> pl.DataFrame:
+    """The records of a JSON export envelope as a frame: `pl.DataFrame(loads(data)["records"],
+    infer_schema_length=None)`, by polars' JSON reader when the envelope is as polars writes it."""
+    frame = read_json_records(data)
+    if frame is None:  # any other document: parsed by the bounded stdlib reader
+        frame = pl.DataFrame(loads(data, where=where)["records"], infer_schema_length=None)
+    return frame
+
+
+def read_json_records(data: bytes) -> pl.DataFrame | None:
+    """`pl.DataFrame(loads(data)["records"], infer_schema_length=None)` for an envelope whose records are
+    exactly what polars writes for a frame of flat columns (the generator's own files), read by polars'
+    JSON reader (several times faster); None for any other document (the caller parses it the plain way).
+
+    The records are read with the types their first and last records show (or, should that fail, with
+    every record's), and accepted only if writing the frame again gives their bytes back. Then each record
+    holds every column once, in the frame's order, each value written as polars writes its type (a float
+    with a point or an exponent, an integer without, valid UTF-8 without lone surrogates): the stdlib
+    parser reads those bytes as the same values, and those values infer the same types (a column of
+    nulls only is accepted as Null alone). The document is valid JSON three levels deep, so whatever
+    `loads` would reject (invalid UTF-8 or JSON, deep nesting, a lone surrogate) is never accepted here."""
+    header = JSON_HEADER.match(data)
+    end = len(data) - 2 if data.endswith(b"}\n") else len(data) - 1 if data.endswith(b"}") else -1
+    if header is None or end < header.end():
+        return None
+    body = data[header.end() : end]
+    for schema in (_sampled_schema(body), None):
+        try:
+            frame = pl.read_json(body, schema=schema, infer_schema_length=None)
+        except (Exception, pl.exceptions.PanicException):  # noqa: BLE001 - not polars' own output: try the next way
+            continue
+        if _writes_back(frame, body):
+            return frame
+    return None
+
+
+def _sampled_schema(body: bytes) -> dict[str, pl.DataType] | None:
+    """The types of the first and last JSON_SAMPLE records of an array written by polars (cut where a record
+    ends: `},{`), a column null in one taking its type from the other; None when the array is short or the
+    cuts do not read (a string holding `},{`) or the two disagree."""
+    ends = _sample_ends(body, b"},{")
+    if ends is None:
+        return None
+    try:
+        first = pl.read_json(body[: ends[0] + 1] + b"]", infer_schema_length=None).schema
+        last = pl.read_json(b"[" + body[ends[1] + 2 :], infer_schema_length=None).schema
+    except (Exception, pl.exceptions.PanicException):  # noqa: BLE001
+        return None
+    return _merged(first, last)
+
+
+def _sample_ends(body: bytes, separator: bytes) -> tuple[int, int] | None:
+    """Where the JSON_SAMPLE-th separator from the start and from the end are, if they do not overlap."""
+    head = tail = -1
+    for _ in range(JSON_SAMPLE):
+        head = body.find(separator, head + 1)
+        tail = body.rfind(separator, 0, tail if tail >= 0 else len(body))
+        if head < 0 or tail < 0 or head >= tail:
+            return None
+    return head, tail
+
+
+def _merged(first: pl.Schema, last: pl.Schema) -> dict[str, pl.DataType] | None:
+    """The types of `first` (in its order), a null column taking its type from `last`; integer and float
+    make float; None on any other disagreement."""
+    schema = {}
+    for name, dtype in first.items():
+        other = last.get(name, pl.Null)
+        if dtype == pl.Null or other == dtype:
+            schema[name] = other
+        elif other == pl.Null:
+            schema[name] = dtype
+        elif {dtype, other} == {pl.Int64, pl.Float64}:
+            schema[name] = pl.Float64
+        else:
+            return None
+    return schema
+
+
+def _writes_back(frame: pl.DataFrame, body: bytes, ndjson: bool = False) -> bool:
+    """Whether `body` is exactly polars' JSON (or NDJSON) of `frame`, a frame of flat columns none of which
+    is typed but holds only nulls."""
+    if not all(dtype in FLAT for dtype in frame.schema.values()):
+        return False
+    if any(dtype != pl.Null and frame[name].null_count() == frame.height for name, dtype in frame.schema.items()):
+        return False
+    written = io.BytesIO()
+    if ndjson:
+        frame.write_ndjson(written)
+    else:
+        frame.write_json(written)
+    return written.getvalue() == body
+
+
+def read_ndjson(path: Path) -> pl.DataFrame:
+    """`pl.read_ndjson(path, infer_schema_length=None)`, in a fraction of its time for a file as polars
+    writes it: read with the types of its first and last JSON_SAMPLE lines, and accepted only if writing the
+    frame again gives the file's bytes back (then each line holds every column once, in order, each value as
+    polars writes its type, which all the lines infer; a column of nulls only is accepted as Null alone)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        data = b""
+    ends = _sample_ends(data, b"\n")
+    if ends is not None:
+        try:
+            first = pl.read_ndjson(data[: ends[0] + 1], infer_schema_length=None).schema
+            last = pl.read_ndjson(data[ends[1] + 1 :], infer_schema_length=None).schema
+            schema = _merged(first, last)
+            frame = pl.read_ndjson(data, schema=schema) if schema is not None else None
+        except (Exception, pl.exceptions.PanicException):  # noqa: BLE001 - not polars' own output: the plain way
+            frame = None
+        if frame is not None and _writes_back(frame, data, ndjson=True):
+            return frame
+    return pl.read_ndjson(path, infer_schema_length=None)
+
+
 CSV_SAMPLE = 64  # values of a column tried first: one that reads as text makes the whole column text
 
 
@@ -244,16 +369,27 @@ def read_csv(path: Path) -> pl.DataFrame:
 
     Polars infers a column's type from the set of types its fields read as (integer and float make float;
     any other mix, or any text, makes text), so the distinct values of a column infer what all its rows do.
-    In a file without quotes (and carriage returns) a field's text is its value: the file is read as text,
-    each column's type inferred by polars itself from its distinct values (its first values first: one
-    text value settles it), and the text cast to those types (the values reading the file again with
-    them would give: a number's cast parses its text as the reader does; a file with another type is read
-    again). A file with quotes is read the plain way."""
+    Where a field's text is its value the file is read as text, each column's type inferred by polars itself
+    from its distinct values (`_schema`), and the text cast to those types (the values reading the file again
+    with them would give: a number's cast parses its text as the reader does; a file with another type is
+    read again). That holds in a file without quotes (and carriage returns), and in one whose quotes are
+    only the pairs around the values that need them (a comma or a line break: `_quoted_columns`), whose
+    columns are text both ways (a quoted field reads as text; a value with a comma or a line break matches
+    no number). Any other file is read the plain way."""
     data = path.read_bytes()
-    if b'"' in data or b"\r" in data:
+    if b"\r" in data:
         return pl.read_csv(data, infer_schema_length=None)
-    text = pl.read_csv(data, infer_schema=False)
-    schema = {name: _inferred(text[name]) for name in text.columns}
+    if b'"' in data:
+        try:
+            text = pl.read_csv(data, infer_schema=False)
+        except pl.exceptions.PolarsError:
+            return pl.read_csv(data, infer_schema_length=None)
+        quoted = _quoted_columns(data, text)
+        if quoted is None:
+            return pl.read_csv(data, infer_schema_length=None)
+    else:
+        text, quoted = pl.read_csv(data, infer_schema=False), set()
+    schema = _schema(text, quoted)
     if not all(dtype in CAST_AS_READ for dtype in schema.values()):  # a text-to-boolean cast does not exist
         return pl.read_csv(data, schema=schema)
     return text.with_columns(pl.col(name).cast(dtype) for name, dtype in schema.items() if dtype != pl.String)
@@ -261,22 +397,82 @@ def read_csv(path: Path) -> pl.DataFrame:
 
 # Types whose cast from a field's text gives what the CSV reader gives (numbers: both parse them alike).
 CAST_AS_READ = (pl.String, pl.Int64, pl.Float64)
+SPECIAL = "[,\n]"  # a value holding one of these was quoted in the file (unquoted, it would be split)
 
 
-def _inferred(column: pl.Series) -> pl.DataType:
-    values = column.drop_nulls()
-    if values.is_empty():
-        return pl.String
-    inferred = _infer(values.head(CSV_SAMPLE))
-    if inferred == pl.String or values.len() <= CSV_SAMPLE:
-        return inferred
-    return _infer(values.unique())
+def _quoted_columns(data: bytes, text: pl.DataFrame) -> set[str] | None:
+    """The columns with a value holding a comma or a line break, when the quotes of a file (read as `text`)
+    are exactly one pair around each such value and none in the header (so no other field was quoted: no
+    number, no boolean); None for any other file.
+
+    Every value with a comma or a line break comes from a quoted field (two quotes, more if it holds quotes);
+    a file with no value holding a quote, and as many quotes as two per such value, has no other quote."""
+    header = data[: data.find(b"\n")] if b"\n" in data else data
+    if b'"' in header:
+        return None
+    needed, columns = 0, set()
+    for name in text.columns:
+        column = text[name]
+        if column.null_count() == column.len():
+            continue
+        if column.str.contains('"', literal=True).any():
+            return None
+        special = int(column.str.contains(SPECIAL).sum())
+        if special:
+            needed += 2 * special
+            columns.add(name)
+    return columns if data.count(b'"') == needed else None
 
 
-def _infer(values: pl.Series) -> pl.DataType:
-    """The type polars infers for a column holding these (unquoted, non-empty) field texts."""
-    lines = values.str.join("\n").item()
-    return pl.read_csv(f"x\n{lines}\n".encode(), infer_schema_length=None).schema["x"]
+DIGITS_KEPT = 18  # bytes: an integer of this many digits (or fewer) is an Int64 whatever its digits
+DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _schema(text: pl.DataFrame, quoted: set[str]) -> dict[str, pl.DataType]:
+    """The type polars infers for each column of a file read as text, from each column's distinct values.
+
+    A column in `quoted` (holding a value with a comma or a line break) is text. Every other column's first
+    values are inferred first (in one read for all columns; one text value settles it); for a column they
+    leave numeric, its distinct values are. Polars infers a field's type from the pattern of its characters, in
+    which any ASCII digit may stand for any other (and, for an integer, from whether it fits in an Int64):
+    when the values are ASCII of at most 18 bytes (any integer among them fits), each digit is replaced by
+    0, which changes no value's inferred type and leaves a handful of distinct values (shapes) to infer."""
+    schema: dict[str, pl.DataType] = dict.fromkeys(text.columns, pl.String)
+    values = {}
+    for name in text.columns:
+        column = text[name].drop_nulls()
+        if not column.is_empty() and name not in quoted:
+            values[name] = column
+    heads = _infer_columns({name: column.head(CSV_SAMPLE) for name, column in values.items()})
+    distinct = {}
+    for name, column in values.items():
+        schema[name] = heads[name]
+        if heads[name] != pl.String and column.len() > CSV_SAMPLE:
+            column = column.unique()
+            shapes = set(column.str.join("\n").item().encode().translate(DIGITS_AS_ZERO).split(b"\n"))
+            if all(len(shape) <= DIGITS_KEPT and shape.isascii() for shape in shapes):
+                column = pl.Series(sorted(shape.decode() for shape in shapes))
+            distinct[name] = column
+    schema.update(_infer_columns(distinct))
+    return schema
+
+
+def _infer_columns(columns: dict[str, pl.Series]) -> dict[str, pl.DataType]:
+    """The types polars infers for columns holding these (non-empty, without comma, quote or line break)
+    field texts: one CSV of them all, the shorter columns padded with empty fields (which infer nothing)."""
+    if not columns:
+        return {}
+    height = max(column.len() for column in columns.values())
+    padded = pl.DataFrame(
+        [
+            column.extend_constant(None, height - column.len()).alias(f"c{k}")
+            for k, column in enumerate(columns.values())
+        ]
+    )
+    lines = padded.select(pl.concat_str(pl.all().fill_null(""), separator=",")).to_series().str.join("\n").item()
+    header = ",".join(padded.columns)
+    inferred = pl.read_csv(f"{header}\n{lines}\n".encode(), infer_schema_length=None).schema
+    return {name: inferred[f"c{k}"] for k, name in enumerate(columns)}
 
 
 MAX_DOCUMENT_BYTES = 1 << 20  # a data dictionary is a page or two of markdown
@@ -308,18 +504,40 @@ INT64_MIN = -(2**63)
 def key_numbers(keys: pl.Series) -> pl.Series:
     """`key_to_int` of a column (named as it), with less work: an integer key's text is its digits after an
     optional minus sign, so its number is its magnitude; a text key that repeats (a unit's key on each of
-    its thousands of rows) is read once per distinct key (the regex is most of parsing a file)."""
+    its thousands of rows) is read once per distinct key (the regex is most of parsing a file); ASCII keys
+    that end in a digit are read without the regex (`_trailing_digits`)."""
     if keys.dtype == pl.Int64 and (keys.min() is None or keys.min() > INT64_MIN):  # |min| fits in an Int64
         return keys.abs()
     sample = keys.head(KEY_SAMPLE)
     if keys.dtype == pl.String and sample.n_unique() * KEY_REPEATS <= sample.len():
         try:
-            numbers = keys.unique().to_frame().with_columns(key_to_int(pl.col(keys.name)).alias("number"))
-            on_rows = keys.to_frame().join(numbers, on=keys.name, how="left", maintain_order="left", nulls_equal=True)
+            distinct = keys.unique()
+            numbers = _trailing_digits(distinct)
+            if numbers is None:
+                numbers = distinct.to_frame().select(key_to_int(pl.col(keys.name))).to_series()
+            found = pl.DataFrame({keys.name: distinct, "number": numbers})
+            on_rows = keys.to_frame().join(found, on=keys.name, how="left", maintain_order="left", nulls_equal=True)
             return on_rows["number"].alias(keys.name)
         except pl.exceptions.PolarsError:  # a key too large for a number: raised below, worded as for every row
             pass
+    if keys.dtype == pl.String and (numbers := _trailing_digits(keys)) is not None:
+        return numbers
     return keys.to_frame().select(key_to_int(pl.col(keys.name))).to_series()
+
+
+def _trailing_digits(keys: pl.Series) -> pl.Series | None:
+    """`key_to_int` of a text column whose keys are all ASCII and end in a digit: the number of the digits at
+    the end (what the regex captures: before them is no digit, after them no space), found by a search
+    anchored at the end instead of an extraction; None for any other column, or one whose digits do not fit
+    a number (the regex reading words the error)."""
+    key = pl.col(keys.name)
+    frame = keys.to_frame().select(key, start=key.str.find("[0-9]+$"), ascii=key.str.len_bytes() == key.str.len_chars())
+    if frame["start"].null_count() != keys.null_count() or not frame["ascii"].all():
+        return None
+    try:
+        return frame.select(key.str.slice(pl.col("start")).cast(pl.Int64)).to_series()
+    except pl.exceptions.PolarsError:
+        return None
 
 
 def parse_time(frame: pl.DataFrame, column: str, style: str, start: dt.date, seconds: bool) -> pl.Expr:
@@ -333,7 +551,7 @@ def parse_time(frame: pl.DataFrame, column: str, style: str, start: dt.date, sec
         stamp = col.cast(pl.Datetime("us"))
     else:
         fmt = DATE_STYLES[style] + (TIME_SUFFIX if seconds else "")
-        stamp = col.cast(pl.String).str.strptime(pl.Datetime("us"), fmt, strict=False)
+        stamp = col.cast(pl.String).str.strptime(pl.Datetime("us"), fmt, strict=False, cache=False)  # same values
     delta = stamp - pl.lit(origin)
     return delta.dt.total_seconds() if seconds else delta.dt.total_days()
 

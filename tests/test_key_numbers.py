@@ -14,6 +14,21 @@ COLUMNS = {
     "smallest integer": pl.Series("k", [-(2**63), 5] * 10),
     "floats": pl.Series("k", [1.5, 12.0, None] * 300),
     "small integers": pl.Series("k", [1, -2, 3], dtype=pl.Int32),
+    # Text keys read without the regex when all are ASCII and end in a digit; any other column by the regex.
+    "distinct with nulls": pl.Series("k", [None if i % 7 == 0 else f"SH_{i:07d}" for i in range(3000)]),
+    "distinct prefixes": pl.Series("k", [f"{p}{i}" for i in range(1000) for p in ("R-", "r", "RES_0", "", "-", "a1b")]),
+    "distinct, one trailing space": pl.Series("k", [f"E-{i}" for i in range(3000)] + ["E-7 "]),
+    "distinct, one without digits": pl.Series("k", [f"E-{i}" for i in range(3000)] + ["E-"]),
+    "distinct, one empty": pl.Series("k", [f"E-{i}" for i in range(3000)] + [""]),
+    "distinct, arabic digits": pl.Series("k", [f"E-{i}" for i in range(3000)] + ["E-١٢"]),
+    "distinct, arabic digit before": pl.Series("k", [f"E-{i}" for i in range(3000)] + ["E-١3"]),
+    "distinct, non-ASCII prefix": pl.Series("k", [f"É-{i}" for i in range(3000)]),
+    "distinct, too large": pl.Series("k", [f"R-{10**19 + i}" for i in range(3000)]),
+    "distinct, largest": pl.Series("k", [f"R-{2**63 - 1 - i}" for i in range(3000)]),
+    "repeating, arabic digits": pl.Series("k", ["E-١٢", "E-1", "E-2"] * 500),
+    "repeating, trailing tab": pl.Series("k", ["E-1\t", "E-1", "E-2"] * 500),
+    "all null text": pl.Series("k", [None] * 50, dtype=pl.String),
+    "empty text": pl.Series("k", [], dtype=pl.String),
 }
 
 
