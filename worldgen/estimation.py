@@ -342,18 +342,94 @@ def profile_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Ed
     pick = _subset(len(fit.rows))
     candidates, statistic, feature = _candidates(contract, state, fit, e, x, pick)
     planted = _planted_location(e)
-    F = _feature_matrix(feature, candidates)
     r = partial[pick] - partial[pick].mean()
+    inside = _profile_inside(feature, candidates, r)
+    stats = np.array([statistic(theta) for theta in candidates])
+    resolution = float(np.median(np.diff(np.sort(np.unique(stats))))) if len(np.unique(stats)) > 1 else 0.0
+    spread = float(np.max(np.abs(stats[inside] - planted)))
+    return PROFILE_SAFETY * (spread + resolution)
+
+
+def _profile_inside(feature, candidates: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Which candidates the data cannot reject: those whose fit of the partial residual `r` (centred) is
+    within the chi-square bound of the best. A step's or a curve's profile is first scored from sums over
+    the sorted or distinct parent values, without the (rows, candidates) matrix, and kept when no candidate
+    sits within that arithmetic's error bound of the cut; otherwise (and for other features) the plain
+    computation decides, so the answer is always the plain one."""
+    grouped = _grouped_sse(feature, candidates, r)
+    if grouped is not None:
+        inside = _decided(*grouped, len(r))
+        if inside is not None:
+            return inside
+    return _plain_inside(feature, candidates, r)
+
+
+def _plain_inside(feature, candidates: np.ndarray, r: np.ndarray) -> np.ndarray:
+    F = _feature_matrix(feature, candidates)
     F -= F.mean(axis=0)
     norms = np.einsum("ij,ij->j", F, F)
     explained = np.where(norms > 1e-12, (F.T @ r) ** 2 / np.maximum(norms, 1e-12), 0.0)
     sse = float(r @ r) - explained
     sigma2 = sse.min() / max(len(r) - 2, 1)
-    inside = sse - sse.min() <= PROFILE_CHI2 * sigma2
-    stats = np.array([statistic(theta) for theta in candidates])
-    resolution = float(np.median(np.diff(np.sort(np.unique(stats))))) if len(np.unique(stats)) > 1 else 0.0
-    spread = float(np.max(np.abs(stats[inside] - planted)))
-    return PROFILE_SAFETY * (spread + resolution)
+    return sse - sse.min() <= PROFILE_CHI2 * sigma2
+
+
+EPS = float(np.finfo(float).eps)
+
+
+def _grouped_sse(feature, candidates: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(each candidate's sse, a bound on how far it and the plain computation's can differ) for a step or a
+    curve on the rows' own parent values, from sums over sorted or distinct values; None for other features
+    or when a value is not finite. Both computations add at most n terms of |r_i| x |centred feature| <= |r_i|
+    (the features lie in [0, 1]), each in its own order: each sum is within 2 n eps sum|r| of the exact one."""
+    n = len(r)
+    if n < 3 or not isinstance(feature, _Step | _Curve) or not np.isfinite(feature.seen).all():
+        return None
+    thetas = np.asarray(candidates, dtype=float)
+    total = float(np.sum(r))
+    if isinstance(feature, _Step):
+        order = np.argsort(feature.seen, kind="stable")
+        cum = np.concatenate([[0.0], np.cumsum(r[order])])
+        below = np.searchsorted(feature.seen[order], thetas, side="right")  # rows with seen <= theta
+        above = (n - below).astype(float)
+        mean = above / n
+        fr = (cum[n] - cum[below]) - mean * total
+        norms = above * (n - above) / n
+    else:
+        curve, inverse = feature.distinct(thetas)
+        counts = np.bincount(inverse, minlength=len(curve)).astype(float)
+        sums = np.bincount(inverse, weights=r, minlength=len(curve))
+        curve -= (counts @ curve / n)[None, :]
+        fr = sums @ curve
+        norms = counts @ (curve * curve)
+    if not (np.isfinite(fr).all() and np.isfinite(norms).all()):
+        return None
+    if np.any((norms > 1e-14) & (norms < 1e-10)):  # too near the plain code's cut for a column that varies
+        return None
+    gamma = 4.0 * n * EPS
+    absolute = float(np.sum(np.abs(r)))
+    error_fr = 2.0 * gamma * absolute + gamma * abs(total)
+    varies = norms > 1e-12
+    safe = np.where(varies, norms, 1.0)
+    explained = np.where(varies, fr**2 / safe, 0.0)
+    error_norm = 2.0 * gamma * norms + n * gamma**2
+    error = np.where(
+        varies,
+        (2.0 * np.abs(fr) * error_fr + error_fr**2) / safe + explained * 2.0 * error_norm / safe,
+        0.0,
+    )
+    rr = float(r @ r)
+    return rr - explained, 4.0 * error + 4.0 * EPS * (rr + explained)
+
+
+def _decided(sse: np.ndarray, error: np.ndarray, n: int) -> np.ndarray | None:
+    """The candidates inside the profile's bound when no candidate's sse is within `error` of the cut."""
+    k = PROFILE_CHI2 / max(n - 2, 1)
+    best = sse.min()
+    margin = sse - best - k * best
+    if np.any(np.abs(margin) <= error + (1.0 + k) * error.max()):
+        return None
+    return margin < 0
 
 
 def _planted_location(e: Edge) -> float:
@@ -408,12 +484,17 @@ class _Curve(_Columns):
         return saturation_curve(self.seen, 1.0, theta, self.origin)
 
     def columns(self, thetas: np.ndarray) -> np.ndarray:
+        curve, inverse = self.distinct(thetas)
+        return curve[inverse]
+
+    def distinct(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the curve of each distinct parent value (rows) for each candidate (columns), each row's value)."""
         values, inverse = np.unique(self.seen, return_inverse=True)
         drop = np.negative(np.maximum(np.subtract(values, self.origin), 0.0))
         curve = np.divide(drop[:, None], np.asarray(thetas, dtype=float)[None, :])
         np.expm1(curve, out=curve)
         np.negative(curve, out=curve)  # times an amplitude of 1: the same bits
-        return curve[inverse.reshape(-1)]
+        return curve, inverse.reshape(-1)
 
 
 def _subset(n: int) -> np.ndarray:
