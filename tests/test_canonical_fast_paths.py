@@ -13,8 +13,17 @@ from worldgen import canonical, phenomena, skeleton
 from worldgen.build import persona_for
 from worldgen.contract import WorldSpec, build_contract
 from worldgen.entities import PERSON_DAY_CAP, _over_cap, _stable_order
-from worldgen.estimation import _Curve, _decided, _feature_matrix, _grouped_sse, _plain_inside, _profile_inside, _Step
-from worldgen.mechanisms import saturation_curve
+from worldgen.estimation import (
+    _Curve,
+    _decided,
+    _feature_matrix,
+    _grouped_sse,
+    _Lagged,
+    _plain_inside,
+    _profile_inside,
+    _Step,
+)
+from worldgen.mechanisms import saturation_curve, shift_periods
 from worldgen.packs import get_pack
 from worldgen.seeding import Streams
 
@@ -128,3 +137,21 @@ def test_the_profiles_grouped_scoring_decides_typical_profiles_and_defers_near_t
     near = sse.copy()
     near[np.argmax(sse)] = cut + 0.5 * error.max()  # a candidate within the error bound of the cut
     assert _decided(near, error, len(r)) is None  # left to the plain computation
+
+
+@pytest.mark.parametrize("periods", [1, 5, 40])
+def test_lagged_columns_match_the_shifted_panel_at_the_rows(periods):
+    rng = np.random.default_rng(periods)
+    units, n = 7, 500
+    panel = rng.normal(0.0, 1.0, (units, periods))
+    panel[rng.random(panel.shape) < 0.05] = np.nan  # a gap reads as it is
+    unit, day = rng.integers(0, units, n), rng.integers(0, periods, n)
+    lagged = _Lagged(panel, 0.25, unit, day)
+    lags = np.arange(0, 31, dtype=float)
+    plain = np.column_stack([shift_periods(panel, int(lag), 0.25)[unit, day] for lag in lags])
+    got = _feature_matrix(lagged, lags)
+    assert got.flags.c_contiguous and np.array_equal(got, plain, equal_nan=True)
+    some = np.array([30.0, 2.0, 7.0])
+    got = _feature_matrix(lagged, some)
+    assert got.flags.c_contiguous and np.array_equal(got, plain[:, [30, 2, 7]], equal_nan=True)
+    assert np.array_equal(lagged(3.0), plain[:, 3], equal_nan=True)

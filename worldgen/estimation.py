@@ -497,6 +497,35 @@ class _Curve(_Columns):
         return curve, inverse.reshape(-1)
 
 
+@dataclass(frozen=True)
+class _Lagged(_Columns):
+    """A lag's feature: the visible (units, periods) panel `theta` periods earlier, at the picked rows' unit
+    and day, `fill` before the first period; the values of `shift_periods(panel, int(theta), fill)` at those
+    rows, gathered from the panel directly instead of shifting the whole panel for every candidate."""
+
+    panel: np.ndarray
+    fill: float
+    unit: np.ndarray
+    day: np.ndarray
+
+    def __call__(self, theta: float) -> np.ndarray:
+        return self.columns(np.array([theta]))[:, 0].copy()
+
+    def columns(self, thetas: np.ndarray) -> np.ndarray:
+        lags = np.array([int(theta) for theta in thetas], dtype=np.int64)
+        if len(lags) == 0 or lags.min() < 0:
+            raise ValueError("lags are candidates 0, 1, ..., MAX_LAG")
+        width = int(lags.max()) + 1
+        U, T = self.panel.shape
+        # Time reversed and padded with the fill: reversed[u, T - 1 - d + lag] is panel[u, d - lag], or the
+        # fill when d < lag, so each row's lags 0..width-1 are one contiguous window of it.
+        reversed_ = np.full((U, T + width - 1), self.fill)
+        reversed_[:, :T] = self.panel[:, ::-1]
+        windows = np.lib.stride_tricks.sliding_window_view(reversed_, width, axis=1)
+        rows = windows[self.unit, T - 1 - self.day]
+        return rows if np.array_equal(lags, np.arange(width)) else np.ascontiguousarray(rows[:, lags])
+
+
 def _subset(n: int) -> np.ndarray:
     if n <= PROFILE_ROWS:
         return np.arange(n)
@@ -524,14 +553,17 @@ def _candidates(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x:
         units, days = state.column("events", "unit_id") - 1, state.column("events", "day")
 
         visible = visible_panel(contract, state, e, x)
+        lags = np.arange(0, MAX_LAG + 1, dtype=float)
+        if event_child:
+            return lags, float, _Lagged(visible, float(p["center"]), units[positions], days[positions])
+        if not fit.rolled:
+            T = visible.shape[1]
+            return lags, float, _Lagged(visible, float(p["center"]), positions // T, positions % T)
 
         def lagged(theta: float) -> np.ndarray:
-            shifted = shift_periods(visible, int(theta), p["center"])
-            if event_child:
-                return shifted[units[positions], days[positions]]
-            return on_rows(shifted) if fit.rolled else shifted.reshape(-1)[positions]
+            return on_rows(shift_periods(visible, int(theta), p["center"]))
 
-        return np.arange(0, MAX_LAG + 1, dtype=float), float, lagged
+        return lags, float, lagged
     if e.kind == "threshold":
         levels = np.unique(np.nanquantile(seen.reshape(-1), THRESHOLD_QUANTILES))
         grid = (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
