@@ -158,7 +158,9 @@ def _relocated_fits(
     inside = [t for t in candidates if abs(statistic(t) - _planted_location(other)) <= tolerance]
     out: list[np.ndarray] = []
     if inside:
-        F = _feature_matrix(feature, np.asarray(inside, dtype=float))[keep]
+        F = _feature_matrix(feature, np.asarray(inside, dtype=float))
+        if not keep.all():  # usually no row is clipped: then no copy
+            F = F[keep]
         XtF, FtF, Fty = X.T @ F, np.einsum("ij,ij->j", F, F), F.T @ y
         varies = FtF - F.sum(axis=0) ** 2 / max(len(y), 1) > 1e-12 * max(len(y), 1)
         for m in np.flatnonzero(varies):  # the normal equations with column k swapped for the candidate's feature
@@ -191,10 +193,15 @@ def located_share_gaps(
     planted = _planted_location(e)
     late, early = fit.day >= half, fit.day < half
     gaps = dict.fromkeys(deltas, 0.0)
-    for theta in candidates:
-        if abs(statistic(theta) - planted) > tolerance:
-            continue
-        f = feature(theta)
+    allowed = [theta for theta in candidates if abs(statistic(theta) - planted) <= tolerance]
+    # Every allowed candidate's feature at once when the feature can (the same values as one by one).
+    F = (
+        _feature_matrix(feature, np.asarray(allowed, dtype=float))
+        if allowed and isinstance(feature, _Columns)
+        else None
+    )
+    for i, theta in enumerate(allowed):
+        f = feature(theta) if F is None else np.ascontiguousarray(F[:, i])
         spread = f - f.mean()
         norm = float(spread @ spread)
         if norm < 1e-12:
@@ -509,7 +516,12 @@ class _Lagged(_Columns):
     day: np.ndarray
 
     def __call__(self, theta: float) -> np.ndarray:
-        return self.columns(np.array([theta]))[:, 0].copy()
+        source = self.day.astype(np.int64) - int(theta)
+        valid = source >= 0
+        flat = np.asarray(self.panel, dtype=float).reshape(-1)
+        return np.where(
+            valid, flat[self.unit.astype(np.int64) * self.panel.shape[1] + np.where(valid, source, 0)], self.fill
+        )
 
     def columns(self, thetas: np.ndarray) -> np.ndarray:
         lags = np.array([int(theta) for theta in thetas], dtype=np.int64)
