@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -154,7 +155,7 @@ def _relocated_fits(
         return fit.memo[key]
     keep, X, y, A, b = fit.normal_equations(contract.variable(fit.child))
     (k,) = fit.columns(other.parent)
-    candidates, statistic, feature = _candidates(contract, state, fit, other, x, np.arange(len(fit.rows)))
+    candidates, statistic, feature = _candidates_on_all_rows(contract, state, fit, other, x)
     inside = [t for t in candidates if abs(statistic(t) - _planted_location(other)) <= tolerance]
     out: list[np.ndarray] = []
     if inside:
@@ -189,7 +190,7 @@ def located_share_gaps(
         return {}
     (j,) = fit.columns(e.parent)
     partial = fit.y - fit.X @ fit.coef + fit.X[:, j] * fit.coef[j]
-    candidates, statistic, feature = _candidates(contract, state, fit, e, x, np.arange(len(fit.rows)))
+    candidates, statistic, feature = _candidates_on_all_rows(contract, state, fit, e, x)
     planted = _planted_location(e)
     late, early = fit.day >= half, fit.day < half
     gaps = dict.fromkeys(deltas, 0.0)
@@ -347,7 +348,10 @@ def profile_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Ed
     cols = fit.columns(e.parent)
     partial = fit.y - fit.X @ fit.coef + fit.X[:, cols] @ fit.coef[cols]
     pick = _subset(len(fit.rows))
-    candidates, statistic, feature = _candidates(contract, state, fit, e, x, pick)
+    if len(pick) == len(fit.rows):  # every row: the candidates the co-location and share gaps use too
+        candidates, statistic, feature = _candidates_on_all_rows(contract, state, fit, e, x)
+    else:
+        candidates, statistic, feature = _candidates(contract, state, fit, e, x, pick)
     planted = _planted_location(e)
     r = partial[pick] - partial[pick].mean()
     inside = _profile_inside(feature, candidates, r)
@@ -494,9 +498,14 @@ class _Curve(_Columns):
         curve, inverse = self.distinct(thetas)
         return curve[inverse]
 
+    @cached_property
+    def values(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct parent values and each row's, sorted once for every use of the feature."""
+        return np.unique(self.seen, return_inverse=True)
+
     def distinct(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the curve of each distinct parent value (rows) for each candidate (columns), each row's value)."""
-        values, inverse = np.unique(self.seen, return_inverse=True)
+        values, inverse = self.values
         drop = np.negative(np.maximum(np.subtract(values, self.origin), 0.0))
         curve = np.divide(drop[:, None], np.asarray(thetas, dtype=float)[None, :])
         np.expm1(curve, out=curve)
@@ -542,6 +551,15 @@ def _subset(n: int) -> np.ndarray:
     if n <= PROFILE_ROWS:
         return np.arange(n)
     return np.sort(np.random.default_rng(0).choice(n, PROFILE_ROWS, replace=False))
+
+
+def _candidates_on_all_rows(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x: np.ndarray):
+    """`_candidates` on every row of the fit, made once per edge (the profile, the co-location and the share
+    gaps all ask; the features are pure functions of the candidate)."""
+    key = ("candidates", f"{e.parent}->{e.child}")
+    if key not in fit.memo:
+        fit.memo[key] = _candidates(contract, state, fit, e, x, np.arange(len(fit.rows)))
+    return fit.memo[key]
 
 
 def _candidates(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x: np.ndarray, pick: np.ndarray):
