@@ -135,7 +135,8 @@ def test_the_profiles_grouped_scoring_decides_typical_profiles_and_defers_near_t
     k = 10.83 / (len(r) - 2)
     cut = sse.min() * (1 + k)
     near = sse.copy()
-    near[np.argmax(sse)] = cut + 0.5 * error.max()  # a candidate within the error bound of the cut
+    far = np.argmax(sse)
+    near[far] = cut + 0.5 * error[far]  # a candidate within its error bound of the cut
     assert _decided(near, error, len(r)) is None  # left to the plain computation
 
 
