@@ -1,6 +1,7 @@
 """The canonical stage's and the sealing's fast paths give what the plain code gives, bit for bit: the trend
 probe draws the focus exactly as the full state has it, the packed sort orders rows as a stable sort, the
-person-day cap flags the same events, and the profile's feature columns equal those built one by one."""
+person-day cap flags the same events, the profile's feature columns equal those built one by one, and the
+profile's grouped scoring of a step or a curve keeps the same candidates as the plain (rows, candidates) fit."""
 
 from __future__ import annotations
 
@@ -12,8 +13,17 @@ from worldgen import canonical, phenomena, skeleton
 from worldgen.build import persona_for
 from worldgen.contract import WorldSpec, build_contract
 from worldgen.entities import PERSON_DAY_CAP, _over_cap, _stable_order
-from worldgen.estimation import _Curve, _feature_matrix, _Step
-from worldgen.mechanisms import saturation_curve
+from worldgen.estimation import (
+    _Curve,
+    _decided,
+    _feature_matrix,
+    _grouped_sse,
+    _Lagged,
+    _plain_inside,
+    _profile_inside,
+    _Step,
+)
+from worldgen.mechanisms import saturation_curve, shift_periods
 from worldgen.packs import get_pack
 from worldgen.seeding import Streams
 
@@ -76,3 +86,73 @@ def test_profile_feature_columns_match_the_features_one_by_one():
     plain = np.column_stack([(seen > theta).astype(float) for theta in thetas])
     assert np.array_equal(_feature_matrix(step, thetas), plain)
     assert np.array_equal(step(thetas[5]), plain[:, 5])
+
+
+def _profile_cases(seed: int):
+    """Random parents (continuous, rounded to few distinct values, or nearly constant), candidates inside
+    and outside their range, and residuals that a step or a curve of the parent explains strongly or not
+    at all: the features the profile scores, with their candidates and a centred residual."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([5, 40, 700, 6000]))
+    seen = rng.normal(3.0, 2.0, n)
+    if seed % 3 == 1:
+        seen = np.round(seen, 0)
+    if seed % 7 == 0:
+        seen = np.full(n, 2.0)
+        seen[: max(n // 50, 1)] = 3.0
+    strength = float(rng.choice([0.0, 0.05, 1.0, 20.0]))
+    tau = float(np.quantile(seen, rng.uniform(0.1, 0.9)))
+    thresholds = np.unique(np.concatenate([np.quantile(seen, np.linspace(0.01, 0.99, 99)), [seen.max() + 1]]))
+    y = strength * (seen > tau) + rng.normal(0, 1, n)
+    yield _Step(seen), thresholds, y - y.mean()
+    origin, kappa = float(np.quantile(seen, rng.uniform(0.0, 0.5))), float(rng.uniform(0.3, 3.0))
+    y = strength * saturation_curve(seen, 1.0, kappa, origin) + rng.normal(0, 1, n)
+    scales = np.linspace(0.1, 4.0, 79) * float(rng.uniform(0.5, 2.0))
+    yield _Curve(seen, origin), scales, y - y.mean()
+    yield _Curve(seen, float(seen.max()) + 1.0), scales, y - y.mean()  # every row below the origin: flat
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_profiles_grouped_scoring_keeps_the_plain_candidates(seed):
+    for feature, candidates, r in _profile_cases(seed):
+        plain = _plain_inside(feature, candidates, r)
+        assert np.array_equal(_profile_inside(feature, candidates, r), plain)
+        grouped = _grouped_sse(feature, candidates, r)
+        if grouped is not None:
+            decided = _decided(*grouped, len(r))
+            assert decided is None or np.array_equal(decided, plain)
+
+
+def test_the_profiles_grouped_scoring_decides_typical_profiles_and_defers_near_ties():
+    rng = np.random.default_rng(11)
+    seen = rng.normal(0.0, 1.0, 4000)
+    thresholds = np.quantile(seen, np.linspace(0.01, 0.99, 99))
+    y = 1.0 * (seen > 0.2) + rng.normal(0, 1, len(seen))
+    r = y - y.mean()
+    grouped = _grouped_sse(_Step(seen), thresholds, r)
+    assert grouped is not None and _decided(*grouped, len(r)) is not None  # the usual case: no matrix built
+    sse, error = grouped
+    k = 10.83 / (len(r) - 2)
+    cut = sse.min() * (1 + k)
+    near = sse.copy()
+    far = np.argmax(sse)
+    near[far] = cut + 0.5 * error[far]  # a candidate within its error bound of the cut
+    assert _decided(near, error, len(r)) is None  # left to the plain computation
+
+
+@pytest.mark.parametrize("periods", [1, 5, 40])
+def test_lagged_columns_match_the_shifted_panel_at_the_rows(periods):
+    rng = np.random.default_rng(periods)
+    units, n = 7, 500
+    panel = rng.normal(0.0, 1.0, (units, periods))
+    panel[rng.random(panel.shape) < 0.05] = np.nan  # a gap reads as it is
+    unit, day = rng.integers(0, units, n), rng.integers(0, periods, n)
+    lagged = _Lagged(panel, 0.25, unit, day)
+    lags = np.arange(0, 31, dtype=float)
+    plain = np.column_stack([shift_periods(panel, int(lag), 0.25)[unit, day] for lag in lags])
+    got = _feature_matrix(lagged, lags)
+    assert got.flags.c_contiguous and np.array_equal(got, plain, equal_nan=True)
+    some = np.array([30.0, 2.0, 7.0])
+    got = _feature_matrix(lagged, some)
+    assert got.flags.c_contiguous and np.array_equal(got, plain[:, [30, 2, 7]], equal_nan=True)
+    assert np.array_equal(lagged(3.0), plain[:, 3], equal_nan=True)

@@ -12,7 +12,8 @@ The auditor never uses this: it estimates from the files alone, with its own est
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -45,6 +46,9 @@ class Fit:
     coef: np.ndarray
     cov: np.ndarray
     rolled: bool
+    # What sealing asks of a fit more than once (a fit's arrays are never changed after it is made): the
+    # halves' change of means by half day, the uncensored normal equations, the co-location refits by edge.
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def columns(self, parent: str) -> list[int]:
         return [j for j, o in enumerate(self.owner) if o == parent]
@@ -74,10 +78,22 @@ class Fit:
 
     def _halves(self, half: int) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """The late and early rows, and each column's change of mean between them (None if a half is empty)."""
-        late, early = self.day >= half, self.day < half
-        if not late.any() or not early.any():
-            return late, early, None
-        return late, early, self.X[late].mean(axis=0) - self.X[early].mean(axis=0)
+        key = ("halves", half)
+        if key not in self.memo:
+            late, early = self.day >= half, self.day < half
+            if not late.any() or not early.any():
+                self.memo[key] = late, early, None
+            else:
+                self.memo[key] = late, early, self.X[late].mean(axis=0) - self.X[early].mean(axis=0)
+        return self.memo[key]
+
+    def normal_equations(self, v) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(kept rows, X, y, X'X, X'y) on the rows the fit uses: measurements clipped at a bound left out."""
+        if "normal" not in self.memo:
+            keep = _uncensored(v, self.y)
+            X, y = self.X[keep], self.y[keep]
+            self.memo["normal"] = keep, X, y, X.T @ X, X.T @ y
+        return self.memo["normal"]
 
     def shares(self, half: int, drivers: set[str], rows_lost: float) -> tuple[dict[str, float], dict[str, float]]:
         """Each driver's contribution to the change, and the standard error of its share: of the coefficients,
@@ -112,9 +128,6 @@ def co_location_gap(contract: Contract, state: CanonicalState, fit: Fit, e: Edge
     if len(cols) != 1:
         return 0.0
     j = cols[0]
-    keep = _uncensored(contract.variable(fit.child), fit.y)
-    X, y = fit.X[keep], fit.y[keep]
-    A, b = X.T @ X, X.T @ y
     _, planted, _ = MECHANISMS[e.kind].statistic(e.params)
     gap = 0.0
     for other in contract.edges:
@@ -124,12 +137,31 @@ def co_location_gap(contract: Contract, state: CanonicalState, fit: Fit, e: Edge
             continue
         if len(fit.columns(other.parent)) != 1:
             continue
-        (k,) = fit.columns(other.parent)
-        candidates, statistic, feature = _candidates(contract, state, fit, other, x, np.arange(len(fit.rows)))
-        inside = [t for t in candidates if abs(statistic(t) - _planted_location(other)) <= others[edge]]
-        if not inside:
-            continue
-        F = _feature_matrix(feature, np.asarray(inside, dtype=float))[keep]
+        for coef in _relocated_fits(contract, state, fit, other, x, others[edge]):
+            if not np.isfinite(coef[j]):  # a candidate the other columns explain: no slope to compare
+                continue
+            gap = max(gap, abs(planted * (coef[j] - fit.coef[j])))
+    return gap
+
+
+def _relocated_fits(
+    contract: Contract, state: CanonicalState, fit: Fit, other: Edge, x: np.ndarray, tolerance: float
+) -> list[np.ndarray]:
+    """The fit's coefficients refitted with `other`'s column swapped for each candidate location within
+    `tolerance` of the planted one (whose feature varies and whose normal equations are not singular), in
+    candidate order. They do not depend on which slope asks, so a fit keeps them for its other slopes."""
+    key = ("relocated", f"{other.parent}->{other.child}", tolerance)
+    if key in fit.memo:
+        return fit.memo[key]
+    keep, X, y, A, b = fit.normal_equations(contract.variable(fit.child))
+    (k,) = fit.columns(other.parent)
+    candidates, statistic, feature = _candidates_on_all_rows(contract, state, fit, other, x)
+    inside = [t for t in candidates if abs(statistic(t) - _planted_location(other)) <= tolerance]
+    out: list[np.ndarray] = []
+    if inside:
+        F = _feature_matrix(feature, np.asarray(inside, dtype=float))
+        if not keep.all():  # usually no row is clipped: then no copy
+            F = F[keep]
         XtF, FtF, Fty = X.T @ F, np.einsum("ij,ij->j", F, F), F.T @ y
         varies = FtF - F.sum(axis=0) ** 2 / max(len(y), 1) > 1e-12 * max(len(y), 1)
         for m in np.flatnonzero(varies):  # the normal equations with column k swapped for the candidate's feature
@@ -137,13 +169,11 @@ def co_location_gap(contract: Contract, state: CanonicalState, fit: Fit, e: Edge
             A_m[k, :], A_m[:, k], b_m[k] = XtF[:, m], XtF[:, m], Fty[m]
             A_m[k, k] = FtF[m]
             try:
-                coef = np.linalg.solve(A_m, b_m)
+                out.append(np.linalg.solve(A_m, b_m))
             except np.linalg.LinAlgError:
                 continue
-            if not np.isfinite(coef[j]):  # a candidate the other columns explain: no slope to compare
-                continue
-            gap = max(gap, abs(planted * (coef[j] - fit.coef[j])))
-    return gap
+    fit.memo[key] = out
+    return out
 
 
 def located_share_gaps(
@@ -160,14 +190,19 @@ def located_share_gaps(
         return {}
     (j,) = fit.columns(e.parent)
     partial = fit.y - fit.X @ fit.coef + fit.X[:, j] * fit.coef[j]
-    candidates, statistic, feature = _candidates(contract, state, fit, e, x, np.arange(len(fit.rows)))
+    candidates, statistic, feature = _candidates_on_all_rows(contract, state, fit, e, x)
     planted = _planted_location(e)
     late, early = fit.day >= half, fit.day < half
     gaps = dict.fromkeys(deltas, 0.0)
-    for theta in candidates:
-        if abs(statistic(theta) - planted) > tolerance:
-            continue
-        f = feature(theta)
+    allowed = [theta for theta in candidates if abs(statistic(theta) - planted) <= tolerance]
+    # Every allowed candidate's feature at once when the feature can (the same values as one by one).
+    F = (
+        _feature_matrix(feature, np.asarray(allowed, dtype=float))
+        if allowed and isinstance(feature, _Columns)
+        else None
+    )
+    for i, theta in enumerate(allowed):
+        f = feature(theta) if F is None else np.ascontiguousarray(F[:, i])
         spread = f - f.mean()
         norm = float(spread @ spread)
         if norm < 1e-12:
@@ -265,7 +300,9 @@ def fit_child(contract: Contract, state: CanonicalState, child: str) -> Fit | No
             columns.append(column)
             owner.append("")
     X = np.column_stack(columns)
-    ok = np.isfinite(X).all(axis=1)
+    ok = np.isfinite(columns[0])  # column by column: the same mask as np.isfinite(X).all(axis=1), faster
+    for column in columns[1:]:
+        ok &= np.isfinite(column)
     if ok.sum() <= X.shape[1] + MIN_ROWS:
         return None
     if not ok.all():  # usually every row is complete: then no copies
@@ -311,20 +348,108 @@ def profile_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Ed
     cols = fit.columns(e.parent)
     partial = fit.y - fit.X @ fit.coef + fit.X[:, cols] @ fit.coef[cols]
     pick = _subset(len(fit.rows))
-    candidates, statistic, feature = _candidates(contract, state, fit, e, x, pick)
+    if len(pick) == len(fit.rows):  # every row: the candidates the co-location and share gaps use too
+        candidates, statistic, feature = _candidates_on_all_rows(contract, state, fit, e, x)
+    else:
+        candidates, statistic, feature = _candidates(contract, state, fit, e, x, pick)
     planted = _planted_location(e)
-    F = _feature_matrix(feature, candidates)
     r = partial[pick] - partial[pick].mean()
+    inside = _profile_inside(feature, candidates, r)
+    stats = np.array([statistic(theta) for theta in candidates])
+    resolution = float(np.median(np.diff(np.sort(np.unique(stats))))) if len(np.unique(stats)) > 1 else 0.0
+    spread = float(np.max(np.abs(stats[inside] - planted)))
+    return PROFILE_SAFETY * (spread + resolution)
+
+
+def _profile_inside(feature, candidates: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Which candidates the data cannot reject: those whose fit of the partial residual `r` (centred) is
+    within the chi-square bound of the best. A step's or a curve's profile is first scored from sums over
+    the sorted or distinct parent values, without the (rows, candidates) matrix, and kept when no candidate
+    sits within that arithmetic's error bound of the cut; otherwise (and for other features) the plain
+    computation decides, so the answer is always the plain one."""
+    grouped = _grouped_sse(feature, candidates, r)
+    if grouped is not None:
+        inside = _decided(*grouped, len(r))
+        if inside is not None:
+            return inside
+    return _plain_inside(feature, candidates, r)
+
+
+def _plain_inside(feature, candidates: np.ndarray, r: np.ndarray) -> np.ndarray:
+    F = _feature_matrix(feature, candidates)
     F -= F.mean(axis=0)
     norms = np.einsum("ij,ij->j", F, F)
     explained = np.where(norms > 1e-12, (F.T @ r) ** 2 / np.maximum(norms, 1e-12), 0.0)
     sse = float(r @ r) - explained
     sigma2 = sse.min() / max(len(r) - 2, 1)
-    inside = sse - sse.min() <= PROFILE_CHI2 * sigma2
-    stats = np.array([statistic(theta) for theta in candidates])
-    resolution = float(np.median(np.diff(np.sort(np.unique(stats))))) if len(np.unique(stats)) > 1 else 0.0
-    spread = float(np.max(np.abs(stats[inside] - planted)))
-    return PROFILE_SAFETY * (spread + resolution)
+    return sse - sse.min() <= PROFILE_CHI2 * sigma2
+
+
+EPS = float(np.finfo(float).eps)
+
+
+def _grouped_sse(feature, candidates: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(each candidate's sse, a bound on how far it and the plain computation's can differ) for a step or a
+    curve on the rows' own parent values, from sums over sorted or distinct values; None for other features
+    or when a value is not finite. Both computations add at most n terms of |r_i| x |centred feature| <= |r_i|
+    (the features lie in [0, 1]), each in its own order: each sum is within 2 n eps sum|r| of the exact one."""
+    n = len(r)
+    if n < 3 or not isinstance(feature, _Step | _Curve) or not np.isfinite(feature.seen).all():
+        return None
+    thetas = np.asarray(candidates, dtype=float)
+    total = float(np.sum(r))
+    if isinstance(feature, _Step):
+        order = np.argsort(feature.seen, kind="stable")
+        cum = np.concatenate([[0.0], np.cumsum(r[order])])
+        below = np.searchsorted(feature.seen[order], thetas, side="right")  # rows with seen <= theta
+        above = (n - below).astype(float)
+        mean = above / n
+        fr = (cum[n] - cum[below]) - mean * total
+        norms = above * (n - above) / n
+    else:
+        if not (thetas > 0).all():
+            return None
+        values, inverse = feature.values
+        inverse = inverse.reshape(-1)
+        curve = np.divide(np.negative(np.maximum(np.subtract(values, feature.origin), 0.0))[:, None], thetas[None, :])
+        np.exp(curve, out=curve)  # 1 - exp(.), twice as fast as -expm1(.) and within a few eps of it (below)
+        np.subtract(1.0, curve, out=curve)
+        counts = np.bincount(inverse, minlength=len(curve)).astype(float)
+        sums = np.bincount(inverse, weights=r, minlength=len(curve))
+        curve -= (counts @ curve / n)[None, :]
+        fr = sums @ curve
+        norms = counts @ (curve * curve)
+    if not (np.isfinite(fr).all() and np.isfinite(norms).all()):
+        return None
+    if np.any((norms > 1e-14) & (norms < 1e-10)):  # too near the plain code's cut for a column that varies
+        return None
+    gamma = 4.0 * n * EPS
+    absolute = float(np.sum(np.abs(r)))
+    rounding = 0.0 if isinstance(feature, _Step) else 8.0 * EPS  # how far a curve's value may be from the plain's
+    error_fr = 2.0 * gamma * absolute + gamma * abs(total) + rounding * absolute
+    varies = norms > 1e-12
+    safe = np.where(varies, norms, 1.0)
+    explained = np.where(varies, fr**2 / safe, 0.0)
+    error_norm = 2.0 * gamma * norms + n * gamma**2 + 2.0 * rounding * np.sqrt(n * norms) + n * rounding**2
+    error = np.where(
+        varies,
+        (2.0 * np.abs(fr) * error_fr + error_fr**2) / safe + explained * 2.0 * error_norm / safe,
+        0.0,
+    )
+    rr = float(r @ r)
+    return rr - explained, 4.0 * error + 4.0 * EPS * (rr + explained)
+
+
+def _decided(sse: np.ndarray, error: np.ndarray, n: int) -> np.ndarray | None:
+    """The candidates inside the profile's bound, when each candidate's sse is within `error` of the plain
+    computation's and every candidate is surely inside or surely outside; else None (the plain one decides)."""
+    k = PROFILE_CHI2 / max(n - 2, 1)
+    low, high = float((sse - error).min()), float((sse + error).min())  # where the plain minimum can lie
+    inside = sse + error < (1.0 + k) * low
+    outside = sse - error > (1.0 + k) * high
+    if not np.all(inside | outside):
+        return None
+    return inside
 
 
 def _planted_location(e: Edge) -> float:
@@ -379,18 +504,71 @@ class _Curve(_Columns):
         return saturation_curve(self.seen, 1.0, theta, self.origin)
 
     def columns(self, thetas: np.ndarray) -> np.ndarray:
-        values, inverse = np.unique(self.seen, return_inverse=True)
+        curve, inverse = self.distinct(thetas)
+        return curve[inverse]
+
+    @cached_property
+    def values(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct parent values and each row's, sorted once for every use of the feature."""
+        return np.unique(self.seen, return_inverse=True)
+
+    def distinct(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the curve of each distinct parent value (rows) for each candidate (columns), each row's value)."""
+        values, inverse = self.values
         drop = np.negative(np.maximum(np.subtract(values, self.origin), 0.0))
         curve = np.divide(drop[:, None], np.asarray(thetas, dtype=float)[None, :])
         np.expm1(curve, out=curve)
         np.negative(curve, out=curve)  # times an amplitude of 1: the same bits
-        return curve[inverse.reshape(-1)]
+        return curve, inverse.reshape(-1)
+
+
+@dataclass(frozen=True)
+class _Lagged(_Columns):
+    """A lag's feature: the visible (units, periods) panel `theta` periods earlier, at the picked rows' unit
+    and day, `fill` before the first period; the values of `shift_periods(panel, int(theta), fill)` at those
+    rows, gathered from the panel directly instead of shifting the whole panel for every candidate."""
+
+    panel: np.ndarray
+    fill: float
+    unit: np.ndarray
+    day: np.ndarray
+
+    def __call__(self, theta: float) -> np.ndarray:
+        source = self.day.astype(np.int64) - int(theta)
+        valid = source >= 0
+        flat = np.asarray(self.panel, dtype=float).reshape(-1)
+        return np.where(
+            valid, flat[self.unit.astype(np.int64) * self.panel.shape[1] + np.where(valid, source, 0)], self.fill
+        )
+
+    def columns(self, thetas: np.ndarray) -> np.ndarray:
+        lags = np.array([int(theta) for theta in thetas], dtype=np.int64)
+        if len(lags) == 0 or lags.min() < 0:
+            raise ValueError("lags are candidates 0, 1, ..., MAX_LAG")
+        width = int(lags.max()) + 1
+        U, T = self.panel.shape
+        # Time reversed and padded with the fill: reversed[u, T - 1 - d + lag] is panel[u, d - lag], or the
+        # fill when d < lag, so each row's lags 0..width-1 are one contiguous window of it.
+        reversed_ = np.full((U, T + width - 1), self.fill)
+        reversed_[:, :T] = self.panel[:, ::-1]
+        windows = np.lib.stride_tricks.sliding_window_view(reversed_, width, axis=1)
+        rows = windows[self.unit, T - 1 - self.day]
+        return rows if np.array_equal(lags, np.arange(width)) else np.ascontiguousarray(rows[:, lags])
 
 
 def _subset(n: int) -> np.ndarray:
     if n <= PROFILE_ROWS:
         return np.arange(n)
     return np.sort(np.random.default_rng(0).choice(n, PROFILE_ROWS, replace=False))
+
+
+def _candidates_on_all_rows(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x: np.ndarray):
+    """`_candidates` on every row of the fit, made once per edge (the profile, the co-location and the share
+    gaps all ask; the features are pure functions of the candidate)."""
+    key = ("candidates", f"{e.parent}->{e.child}")
+    if key not in fit.memo:
+        fit.memo[key] = _candidates(contract, state, fit, e, x, np.arange(len(fit.rows)))
+    return fit.memo[key]
 
 
 def _candidates(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x: np.ndarray, pick: np.ndarray):
@@ -414,14 +592,17 @@ def _candidates(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x:
         units, days = state.column("events", "unit_id") - 1, state.column("events", "day")
 
         visible = visible_panel(contract, state, e, x)
+        lags = np.arange(0, MAX_LAG + 1, dtype=float)
+        if event_child:
+            return lags, float, _Lagged(visible, float(p["center"]), units[positions], days[positions])
+        if not fit.rolled:
+            T = visible.shape[1]
+            return lags, float, _Lagged(visible, float(p["center"]), positions // T, positions % T)
 
         def lagged(theta: float) -> np.ndarray:
-            shifted = shift_periods(visible, int(theta), p["center"])
-            if event_child:
-                return shifted[units[positions], days[positions]]
-            return on_rows(shifted) if fit.rolled else shifted.reshape(-1)[positions]
+            return on_rows(shift_periods(visible, int(theta), p["center"]))
 
-        return np.arange(0, MAX_LAG + 1, dtype=float), float, lagged
+        return lags, float, lagged
     if e.kind == "threshold":
         levels = np.unique(np.nanquantile(seen.reshape(-1), THRESHOLD_QUANTILES))
         grid = (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
