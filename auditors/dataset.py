@@ -252,19 +252,21 @@ def _observed_panel(
     """The unit x day grid: `open` where the unit was seen operating, the volume counted from the events,
     every daily file joined on, every change log expanded into daily steps."""
     periods, volume = contract.timeline.periods, contract.volume.name
-    unit_ids = sorted(set(units["unit_id"].to_list()) | set(events["unit_id"].drop_nulls().to_list()))
-    grid = pl.DataFrame(
-        {"unit_id": np.repeat(unit_ids, periods), "day": np.tile(np.arange(periods), len(unit_ids))},
-        schema={"unit_id": pl.Int64, "day": pl.Int64},
-    )
     daily = [(d, keys.resolve(f, d)) for d, f in by_grain.get("panel", [])]
-    counts = events.group_by("unit_id", "day").len(name=volume)
-    panel = (
-        grid.join(_days_seen(daily, events), on=["unit_id", "day"], how="left")
-        .with_columns(pl.col("open").fill_null(0))
-        .join(counts, on=["unit_id", "day"], how="left")
-        .with_columns(pl.when(pl.col("open") == 1).then(pl.col(volume).fill_null(0)).alias(volume))
-    )
+    panel = _open_grid(units, events, [f for _, f in daily], periods, volume)
+    if panel is None:  # keys that are not all 64-bit integers: the joins decide (or refuse)
+        unit_ids = sorted(set(units["unit_id"].to_list()) | set(events["unit_id"].drop_nulls().to_list()))
+        grid = pl.DataFrame(
+            {"unit_id": np.repeat(unit_ids, periods), "day": np.tile(np.arange(periods), len(unit_ids))},
+            schema={"unit_id": pl.Int64, "day": pl.Int64},
+        )
+        counts = events.group_by("unit_id", "day").len(name=volume)
+        panel = (
+            grid.join(_days_seen(daily, events), on=["unit_id", "day"], how="left")
+            .with_columns(pl.col("open").fill_null(0))
+            .join(counts, on=["unit_id", "day"], how="left")
+            .with_columns(pl.when(pl.col("open") == 1).then(pl.col(volume).fill_null(0)).alias(volume))
+        )
     for _, frame in daily:
         # One row per unit and day is needed to join at all; a raw analysis just keeps the first.
         frame = frame.filter(pl.col("unit_id").is_not_null())
@@ -295,6 +297,50 @@ def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl
         consensus = pl.col(v.name).median().over(group)
         panel = panel.with_columns(pl.when(pl.col("open") == 1).then(consensus).alias(v.name))
     return panel.drop("region")
+
+
+def _open_grid(
+    units: pl.DataFrame, events: pl.DataFrame, daily: list[pl.DataFrame], periods: int, volume: str
+) -> pl.DataFrame | None:
+    """The unit x day grid with `open` and the volume, as the joins of `_days_seen` and the event counts onto
+    it give them, computed on the grid's cells directly (every key is an integer: no join is needed); None
+    unless every unit and day column is Int64 (then the joins run, and refuse what they refuse)."""
+    frames = [*daily, events]
+    if units.schema["unit_id"] != pl.Int64 or any(
+        f.schema.get("unit_id") != pl.Int64 or f.schema.get("day") != pl.Int64 for f in frames
+    ):
+        return None
+    unit_ids = np.unique(np.concatenate([units["unit_id"].to_numpy(), events["unit_id"].drop_nulls().to_numpy()]))
+    cells = len(unit_ids) * periods
+    is_open = np.zeros(cells, dtype=np.int8)
+    for frame in frames:
+        at = grid_cells(frame, unit_ids, periods)
+        is_open[at[at >= 0]] = 1
+    at = grid_cells(events, unit_ids, periods)
+    counts = np.bincount(at[at >= 0], minlength=cells).astype(np.uint32)
+    grid = pl.DataFrame(
+        {
+            "unit_id": np.repeat(unit_ids, periods),
+            "day": np.tile(np.arange(periods, dtype=np.int64), len(unit_ids)),
+            "open": is_open,
+            volume: counts,
+        },
+        schema={"unit_id": pl.Int64, "day": pl.Int64, "open": pl.Int8, volume: pl.UInt32},
+    )
+    return grid.with_columns(pl.when(pl.col("open") == 1).then(pl.col(volume)).alias(volume))
+
+
+def grid_cells(frame: pl.DataFrame, unit_ids: np.ndarray, periods: int) -> np.ndarray:
+    """Each row's cell in the grid of the sorted unit_ids x days 0..periods-1 (unit-major), -1 where its unit
+    or day is null or outside the grid (the rows an equi-join on unit_id and day would not match)."""
+    unit, day = frame["unit_id"], frame["day"]
+    if len(unit_ids) == 0:
+        return np.full(frame.height, -1, dtype=np.int64)
+    known = (unit.is_not_null() & day.is_not_null()).to_numpy()
+    u, d = unit.fill_null(0).to_numpy(), day.fill_null(-1).to_numpy()
+    at = np.minimum(np.searchsorted(unit_ids, u), len(unit_ids) - 1)
+    found = known & (unit_ids[at] == u) & (d >= 0) & (d < periods)
+    return np.where(found, at * periods + d, -1)
 
 
 def _days_seen(daily: list[tuple[Deliverable, pl.DataFrame]], events: pl.DataFrame) -> pl.DataFrame:
