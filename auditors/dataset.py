@@ -107,7 +107,46 @@ def _amount_name(contract: Contract) -> str:
 def _with_event_means(panel: pl.DataFrame, events: pl.DataFrame, event_vars: list[str]) -> pl.DataFrame:
     if not event_vars:
         return panel
-    return panel.join(group_means(events, event_vars), on=["unit_id", "day"], how="left")
+    grid = _as_grid(panel)
+    if grid is None or events.schema.get("unit_id") != pl.Int64 or events.schema.get("day") != pl.Int64:
+        return panel.join(group_means(events, event_vars), on=["unit_id", "day"], how="left")
+    if any(c in panel.columns for c in event_vars):  # a join would suffix them
+        return panel.join(group_means(events, event_vars), on=["unit_id", "day"], how="left")
+    # The panel is the whole unit x day grid in order: each event's cell is its row, and each cell's mean is
+    # summed over its events in row order by bincount, as `group_means` sums each group (the same floats).
+    unit_ids, periods = grid
+    at = grid_cells(events, unit_ids, periods)
+    keep = at >= 0
+    cell = at[keep]
+    means = []
+    for column in event_vars:
+        values = events[column].cast(pl.Float64).to_numpy()[keep]
+        present = np.isfinite(values)
+        count = np.bincount(cell, weights=present.astype(float), minlength=panel.height)
+        total = np.bincount(cell, weights=np.where(present, values, 0.0), minlength=panel.height)
+        mean = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        means.append(pl.Series(column, mean, dtype=pl.Float64))
+    return panel.with_columns(means).with_columns(pl.col(c).fill_nan(None) for c in event_vars)
+
+
+def _as_grid(panel: pl.DataFrame) -> tuple[np.ndarray, int] | None:
+    """(sorted unit ids, periods) if the panel's rows are exactly every unit's days 0..periods-1 in unit, day
+    order with Int64 keys (the grid `grid_cells` indexes), else None."""
+    if panel.schema.get("unit_id") != pl.Int64 or panel.schema.get("day") != pl.Int64 or panel.height == 0:
+        return None
+    if panel["unit_id"].null_count() or panel["day"].null_count():
+        return None
+    unit, day = panel["unit_id"].to_numpy(), panel["day"].to_numpy()
+    unit_ids = np.unique(unit)
+    periods = panel.height // len(unit_ids)
+    if periods * len(unit_ids) != panel.height:
+        return None
+    if not (
+        np.array_equal(unit, np.repeat(unit_ids, periods))
+        and np.array_equal(day, np.tile(np.arange(periods), len(unit_ids)))
+    ):
+        return None
+    return unit_ids, periods
 
 
 def group_means(events: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
