@@ -108,9 +108,12 @@ def _with_event_means(panel: pl.DataFrame, events: pl.DataFrame, event_vars: lis
     if not event_vars:
         return panel
     grid = _as_grid(panel)
-    if grid is None or events.schema.get("unit_id") != pl.Int64 or events.schema.get("day") != pl.Int64:
-        return panel.join(group_means(events, event_vars), on=["unit_id", "day"], how="left")
-    if any(c in panel.columns for c in event_vars):  # a join would suffix them
+    if (
+        grid is None
+        or events.schema.get("unit_id") != pl.Int64
+        or events.schema.get("day") != pl.Int64
+        or any(c in panel.columns for c in event_vars)  # a join would suffix them
+    ):
         return panel.join(group_means(events, event_vars), on=["unit_id", "day"], how="left")
     # The panel is the whole unit x day grid in order: each event's cell is its row, and each cell's mean is
     # summed over its events in row order by bincount, as `group_means` sums each group (the same floats).
@@ -271,8 +274,9 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
     events = keys.resolve(events, events_d).with_columns((pl.col("time") // 86400).cast(pl.Int64).alias("day"))
     if clean:
         events = events.unique(subset=["event_id"], keep="first", maintain_order=True)
+        daily = is_daily_panel(events)  # the repairs change values, not keys: the answer holds for every column
         for column in [amount] + [v for v in event_vars if v in events.columns]:
-            events = repair_unit_drift(events, column, units_of[column])
+            events = repair_unit_drift(events, column, units_of[column], daily)
     for _, detail in by_grain.get("event_detail", []):
         detail = detail.drop("time", strict=False)
         if clean:
@@ -292,27 +296,17 @@ def _observed_panel(
     every daily file joined on, every change log expanded into daily steps."""
     periods, volume = contract.timeline.periods, contract.volume.name
     daily = [(d, keys.resolve(f, d)) for d, f in by_grain.get("panel", [])]
-    panel = _open_grid(units, events, [f for _, f in daily], periods, volume)
+    panel = open_grid(units, events, [f for _, f in daily], periods, volume)
     if panel is None:  # keys that are not all 64-bit integers: the joins decide (or refuse)
-        unit_ids = sorted(set(units["unit_id"].to_list()) | set(events["unit_id"].drop_nulls().to_list()))
-        grid = pl.DataFrame(
-            {"unit_id": np.repeat(unit_ids, periods), "day": np.tile(np.arange(periods), len(unit_ids))},
-            schema={"unit_id": pl.Int64, "day": pl.Int64},
-        )
-        counts = events.group_by("unit_id", "day").len(name=volume)
-        panel = (
-            grid.join(_days_seen(daily, events), on=["unit_id", "day"], how="left")
-            .with_columns(pl.col("open").fill_null(0))
-            .join(counts, on=["unit_id", "day"], how="left")
-            .with_columns(pl.when(pl.col("open") == 1).then(pl.col(volume).fill_null(0)).alias(volume))
-        )
+        panel = joined_grid(units, events, [f for _, f in daily], periods, volume)
     for _, frame in daily:
         # One row per unit and day is needed to join at all; a raw analysis just keeps the first.
         frame = frame.filter(pl.col("unit_id").is_not_null())
         frame = frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True)
         if clean:
+            daily_panel = is_daily_panel(frame)  # the same keys for every column's repair
             for column in [c for c in frame.columns if c not in ("unit_id", "day")]:
-                frame = repair_unit_drift(frame, column, units_of.get(column, ""))
+                frame = repair_unit_drift(frame, column, units_of.get(column, ""), daily_panel)
         panel = panel.join(frame, on=["unit_id", "day"], how="left")
     for d, frame in by_grain.get("schedule", []):
         names = {f.name: f.source.split(".", 1)[1] for f in d.fields}  # the system's setting names
@@ -338,7 +332,7 @@ def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl
     return panel.drop("region")
 
 
-def _open_grid(
+def open_grid(
     units: pl.DataFrame, events: pl.DataFrame, daily: list[pl.DataFrame], periods: int, volume: str
 ) -> pl.DataFrame | None:
     """The unit x day grid with `open` and the volume, as the joins of `_days_seen` and the event counts onto
@@ -382,9 +376,28 @@ def grid_cells(frame: pl.DataFrame, unit_ids: np.ndarray, periods: int) -> np.nd
     return np.where(found, at * periods + d, -1)
 
 
-def _days_seen(daily: list[tuple[Deliverable, pl.DataFrame]], events: pl.DataFrame) -> pl.DataFrame:
+def joined_grid(
+    units: pl.DataFrame, events: pl.DataFrame, daily: list[pl.DataFrame], periods: int, volume: str
+) -> pl.DataFrame:
+    """The unit x day grid with `open` (a daily system reported the unit-day, or an event happened) and the
+    volume (events counted on open days), by joins (what `open_grid` computes on the cells)."""
+    unit_ids = sorted(set(units["unit_id"].to_list()) | set(events["unit_id"].drop_nulls().to_list()))
+    grid = pl.DataFrame(
+        {"unit_id": np.repeat(unit_ids, periods), "day": np.tile(np.arange(periods), len(unit_ids))},
+        schema={"unit_id": pl.Int64, "day": pl.Int64},
+    )
+    counts = events.group_by("unit_id", "day").len(name=volume)
+    return (
+        grid.join(_days_seen(daily, events), on=["unit_id", "day"], how="left")
+        .with_columns(pl.col("open").fill_null(0))
+        .join(counts, on=["unit_id", "day"], how="left")
+        .with_columns(pl.when(pl.col("open") == 1).then(pl.col(volume).fill_null(0)).alias(volume))
+    )
+
+
+def _days_seen(daily: list[pl.DataFrame], events: pl.DataFrame) -> pl.DataFrame:
     """Unit-days an analyst knows the unit operated: a daily system reported it, or an event happened."""
-    frames = [f.select("unit_id", "day") for _, f in daily] + [events.select("unit_id", "day")]
+    frames = [f.select("unit_id", "day") for f in daily] + [events.select("unit_id", "day")]
     return pl.concat(frames).drop_nulls().unique().with_columns(pl.lit(1, dtype=pl.Int8).alias("open"))
 
 
@@ -427,18 +440,25 @@ def plausible_factors(unit: str) -> tuple[float, ...]:
     return next((factors for names, factors in FACTORS_BY_UNIT if any(w.startswith(names) for w in words)), ())
 
 
-def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str) -> pl.DataFrame:
+def is_daily_panel(frame: pl.DataFrame) -> bool:
+    """Whether a frame is (nearly) one row per unit and day: a daily report of many units."""
+    return "unit_id" in frame.columns and frame.select("unit_id", "day").is_duplicated().mean() < 0.05
+
+
+def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: bool | None = None) -> pl.DataFrame:
     """Find a day after which a column's level jumps by a factor its unit makes plausible and convert it back.
 
     Works on the logs of every positive value (not daily medians), so a measure that is zero on most days
-    (refunds, downtime) shows its switch as clearly as a daily average does.
+    (refunds, downtime) shows its switch as clearly as a daily average does. `daily_panel` is
+    `is_daily_panel(frame)` when the caller already knows it (the repairs of a frame's columns share it).
     """
     factors = plausible_factors(unit)
     if column not in frame.columns or not frame.schema[column].is_numeric() or not factors:
         return frame
     if (frame[column].min() or 0) < 0:  # a quantity that goes negative (a temperature) has no unit to switch
         return frame
-    daily_panel = "unit_id" in frame.columns and frame.select("unit_id", "day").is_duplicated().mean() < 0.05
+    if daily_panel is None:
+        daily_panel = is_daily_panel(frame)
     if daily_panel and (frame[column] > 0).mean() >= DENSE_SHARE:
         # A daily report of many units: a switch moves every unit between one report and the next, which
         # no season or lever does; this finds a switch even inside a seasonal ramp.
@@ -533,13 +553,11 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
     spread = 1.25 * 1.4826 * float((steps["step"] - steps["step"].median()).abs().median())
     # The step report to report must name a factor (with the noise of a day-to-day change); the largest
     # few that do are tried (a bigger step naming no factor, a dry spell ending, does not crowd them out).
+    ranked = by_day.sort(pl.col("m").abs(), "day", descending=[True, False])
+    matches = known_factors(ranked["m"].to_numpy(), 3 * spread / np.sqrt(ranked["n"].to_numpy()), factors)
     named = []
-    for best in by_day.sort(pl.col("m").abs(), "day", descending=[True, False]).iter_rows(named=True):
-        factor = _known_factor(float(best["m"]), max(FACTOR_MATCH, 3 * spread / np.sqrt(best["n"])), factors)
-        if factor is not None:
-            named.append((best, factor))
-        if len(named) == SWITCH_CANDIDATES:
-            break
+    for row in np.flatnonzero(~np.isnan(matches))[:SWITCH_CANDIDATES]:
+        named.append((ranked.row(int(row), named=True), float(matches[row])))
     for best, factor in named:
         # It must persist: each unit's reports in the few days after stay at the new level (a dip does not).
         if not all(_persists(frame, column, int(best["day"]), factor, days) for days in (PERSIST_DAYS, SETTLED_DAYS)):
@@ -621,6 +639,26 @@ def _known_factor(step: float, tolerance: float, factors: tuple[float, ...]) -> 
     second = options[1][0] if len(options) > 1 else np.inf
     within = max(tolerance, FACTOR_SHARE * abs(np.log(factor)))
     return factor if best < within and best < FACTOR_MARGIN * second else None
+
+
+def known_factors(steps: np.ndarray, noise: np.ndarray, factors: tuple[float, ...]) -> np.ndarray:
+    """`_known_factor(step, max(FACTOR_MATCH, noise), factors)` of every step at once (NaN for None): the
+    same distances, the same stable ranking of the options and the same comparisons, elementwise."""
+    options = [f for known in factors for f in (known, 1 / known)]
+    logs = np.array([np.log(f) for f in options])
+    shares = np.array([FACTOR_SHARE * abs(np.log(f)) for f in options])
+    steps = np.asarray(steps, dtype=float)
+    distance = np.abs(steps[:, None] - logs[None, :])
+    order = np.argsort(distance, axis=1, kind="stable")
+    rows = np.arange(len(steps))
+    best = distance[rows, order[:, 0]]
+    second = distance[rows, order[:, 1]] if len(options) > 1 else np.full(len(steps), np.inf)
+    noise = np.asarray(noise, dtype=float)
+    tolerance = np.where(noise > FACTOR_MATCH, noise, FACTOR_MATCH)  # max(FACTOR_MATCH, noise), NaN -> FACTOR_MATCH
+    share = shares[order[:, 0]]
+    within = np.where(share > tolerance, share, tolerance)  # max(tolerance, share)
+    ok = (best < within) & (best < FACTOR_MARGIN * second)
+    return np.where(ok, np.array(options)[order[:, 0]], np.nan)
 
 
 def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> bool:
