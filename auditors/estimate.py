@@ -371,8 +371,8 @@ def _at_bound(y: np.ndarray, bound: float) -> np.ndarray:
 
 
 @lru_cache(maxsize=64)
-def _subset_positions(n: int) -> np.ndarray:
-    positions = np.sort(np.random.default_rng(0).choice(n, SCAN_ROWS, replace=False))
+def _subset_positions(n: int, size: int) -> np.ndarray:
+    positions = np.sort(np.random.default_rng(0).choice(n, size, replace=False))
     positions.flags.writeable = False
     return positions
 
@@ -381,7 +381,7 @@ def scan_subset(n: int) -> np.ndarray:
     """The sorted positions of the SCAN_ROWS of n rows a scan scores: rng(0).choice picks positions in
     range(n) and takes them from the rows, so np.sort(choice(rows)) is rows[np.sort(choice(n))] for
     increasing rows; the draw depends on n only, and is made once per n."""
-    return _subset_positions(n)
+    return _subset_positions(n, SCAN_ROWS)
 
 
 def calendar_columns(contract: Contract, day: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from auditors import estimate
 from auditors.dataset import (
     FACTOR_MATCH,
     FACTORS_BY_UNIT,
@@ -18,6 +19,9 @@ from auditors.dataset import (
     known_factors,
     open_grid,
 )
+from auditors.estimate import ChildFit, ChildModel, Rows, _at_bound, roll, scan_subset
+from auditors.estimators import ESTIMATORS, Categorical, projections
+from contracts.model import Edge
 
 
 def _keys(rng: np.random.Generator, n: int, units: np.ndarray, periods: int, nulls: bool) -> dict:
@@ -99,3 +103,174 @@ def test_factors_matched_at_once_are_those_matched_one_by_one(factors):
     for step, spread, match in zip(steps, noise, got, strict=True):
         want = _known_factor(float(step), max(FACTOR_MATCH, spread), factors)
         assert (want is None and np.isnan(match)) or match == want
+
+
+# --- the child model: block-wise finiteness and gathers, unit-level dummies, the scan subset ---------------
+
+
+class PlainModel(ChildModel):
+    """The child model as written before its fast paths: the whole design matrix tested for finite rows and
+    indexed, the scan subset drawn from the rows, dummies computed on every row, isclose for bounds."""
+
+    def __init__(self, contract, child, rows):
+        super().__init__(contract, child, rows)
+        v = contract.variable(child)
+        self.uncensored = np.ones(len(rows.y), dtype=bool)
+        for bound in (v.min, v.max) if v.observe in ("value", "duration") and v.role != "volume" else ():
+            if bound is not None:
+                self.uncensored &= ~np.isclose(rows.y, bound, rtol=0, atol=1e-9)
+
+    def _compute_features(self, e, theta):
+        if e.kind == "categorical":  # every row's level compared, not every unit's
+            block = Categorical.dummies(self.x(e), self.levels[e.parent])
+            if self.window is None:
+                return block
+            U, T = self.rows.open.shape
+            cols = [
+                roll(block[:, k].reshape(U, T), self.window, self.rows.open).reshape(-1) for k in range(block.shape[1])
+            ]
+            return np.column_stack(cols)
+        return super()._compute_features(e, theta)
+
+    def fit(self):
+        scanned = [e for e in self.edges if ESTIMATORS[e.kind].scans]
+        for e in scanned:
+            self.theta[e.parent] = ESTIMATORS[e.kind].start(self.candidates(e))
+        valid = np.isfinite(self.rows.y) & self.uncensored
+        scanned_with = {}
+        for _ in range(estimate.SCAN_ROUNDS):
+            for e in scanned:
+                others = tuple(self.theta[o.parent] for o in scanned if o is not e)
+                if scanned_with.get(e.parent) == others:
+                    continue
+                self.theta[e.parent] = self._scan(e, valid)
+                scanned_with[e.parent] = others
+        columns = self._design()
+        X = np.hstack(columns)
+        covered = np.isfinite(X).all(axis=1) & np.isfinite(self.rows.y)
+        ok = valid & covered
+        result = ChildFit(day=self.rows.day[covered])
+        if ok.sum() < X.shape[1] + 10:
+            return result
+        coef = np.linalg.lstsq(X[ok], self.rows.y[ok], rcond=None)[0]
+        start = 1
+        for e, block in zip(self.edges, columns[1:-1], strict=True):
+            b = coef[start : start + block.shape[1]]
+            start += block.shape[1]
+            result.contributions[e.parent] = block[covered] @ b
+            result.statistics[f"{e.parent}->{e.child}"] = ESTIMATORS[e.kind].statistic(
+                self, e, b, self.theta.get(e.parent)
+            )
+        return result
+
+    def _scan(self, e, valid):
+        others = np.hstack(self._design(skip=e))
+        estimator = ESTIMATORS[e.kind]
+        cands = self.candidates(e)
+        ok = valid & np.isfinite(others).all(axis=1)
+        finite = estimator.finite_rows(self, e, cands) if self.window is None else None
+        blocks = None
+        if finite is not None:
+            ok &= finite
+        else:
+            blocks = [self.features(e, cand) for cand in cands]
+            for block in blocks:
+                ok &= np.isfinite(block).all(axis=1)
+        idx = np.flatnonzero(ok)
+        if len(idx) > estimate.SCAN_ROWS and e.kind != "lag" and not self.sporadic:
+            idx = np.sort(np.random.default_rng(0).choice(idx, estimate.SCAN_ROWS, replace=False))
+        if len(idx) < estimate.MIN_SCAN_ROWS:
+            return self.theta[e.parent]
+        q, _ = np.linalg.qr(others[idx])
+        ry = self.rows.y[idx] - q @ (q.T @ self.rows.y[idx])
+        if blocks is None or all(b.shape[1] == 1 for b in blocks):
+            if blocks is None:
+                fry, qf, ff = estimator.sums(self, e, cands, idx, q, ry)
+            else:
+                fry, qf, ff = projections(np.column_stack([b[idx, 0] for b in blocks]), q, ry)
+            denom = ff - np.einsum("ij,ij->j", qf, qf)
+            scores = np.where(denom > 1e-12, fry**2 / np.maximum(denom, 1e-12), -np.inf)
+            return float(cands[int(np.argmax(scores))])
+        best, best_score = self.theta[e.parent], -np.inf
+        for cand, block in zip(cands, blocks, strict=True):
+            f = block[idx]
+            rf = f - q @ (q.T @ f)
+            coef, *_ = np.linalg.lstsq(rf, ry, rcond=None)
+            score = float(np.sum((rf @ coef) ** 2))
+            if score > best_score:
+                best, best_score = float(cand), score
+        return best
+
+
+def _random_child(seed: int, rolling: bool):
+    """A child of a threshold, a saturation, a lag, a seasonal, a categorical unit attribute and a monotone
+    cause, with blanks in the causes and the child and values piled at the child's bound."""
+    from tests.test_estimators import LEVELS, _contract, _variable
+
+    rng = np.random.default_rng(seed)
+    U, T = 30, 240
+    unit_index, day = np.repeat(np.arange(U), T), np.tile(np.arange(T), U)
+    panel = rng.normal(5.0, 1.0, (U, 1)) + rng.normal(0.0, 1.5, (U, T))
+    panel[rng.random((U, T)) < 0.05] = np.nan
+    by_unit = np.array([*LEVELS, None], dtype=object)[rng.integers(len(LEVELS) + 1, size=U)]
+    parents = {
+        "a": np.where(rng.random(U * T) < 0.03, np.nan, rng.normal(0, 2, U * T)),
+        "b": np.abs(rng.normal(3, 2, U * T)),
+        "c": by_unit[unit_index],
+        "l": panel.reshape(-1),
+        "m": rng.normal(0, 1, U * T),
+        "s": rng.normal(5, 1, U * T),
+    }
+    y = (
+        (parents["a"] > 0.7) * 2.0 - np.expm1(-parents["b"] / 1.5) + np.nan_to_num(parents["m"])
+        + np.nan_to_num(np.roll(panel, 5, axis=1).reshape(-1)) * 0.5 + rng.normal(0, 0.5, U * T)
+    )  # fmt: skip
+    y = np.minimum(y, 3.0)  # a pile at the bound: censored rows
+    y[rng.random(U * T) < 0.05] = np.nan
+    is_open = rng.random((U, T)) < 0.9
+    rows = Rows(
+        y=y, day=day, unit_index=unit_index, parents=parents, panels={"l": panel},
+        capacity=np.ones(U * T), open=is_open if rolling else None, by_unit={"c": by_unit},
+    )  # fmt: skip
+    lin = {"transform": "linear"}
+    edges = [
+        Edge(parent="a", child="y", kind="threshold", params={}, sign="+", note=""),
+        Edge(parent="b", child="y", kind="saturation", params={"origin": 0.0}, sign="+", note=""),
+        Edge(parent="c", child="y", kind="categorical", params={}, sign="+", note=""),
+        Edge(parent="l", child="y", kind="lag", params={}, sign="+", note=""),
+        Edge(parent="m", child="y", kind="monotone", params=lin, sign="+", note=""),
+        Edge(parent="s", child="y", kind="seasonal", params={"center": 5.0}, sign="+", note=""),
+    ]
+    variables = [_variable(n) for n in ("a", "b", "l", "m", "s")]
+    variables += [_variable("c", grain="unit", dtype="categorical", levels=LEVELS)]
+    child = _variable("y").model_copy(update={"max": 3.0, "observe": "rolling" if rolling else "value", "window": 7})
+    return _contract(edges, [*variables, child]), rows
+
+
+@pytest.mark.parametrize("rolling", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_the_child_model_fits_what_the_plain_model_fits(seed, rolling, monkeypatch):
+    monkeypatch.setattr(estimate, "SCAN_ROWS", 2000)  # the scans score a subset, as on a full-size world
+    contract, rows = _random_child(seed, rolling)
+    got = ChildModel(contract, "y", rows).fit()
+    want = PlainModel(contract, "y", rows).fit()
+    assert got.statistics and got.statistics.keys() == want.statistics.keys()
+    for key, value in want.statistics.items():
+        assert got.statistics[key] == value or (np.isnan(value) and np.isnan(got.statistics[key])), key
+    for parent, contribution in want.contributions.items():
+        assert np.array_equal(got.contributions[parent], contribution, equal_nan=True), parent
+    assert np.array_equal(got.day, want.day)
+
+
+@pytest.mark.parametrize("n", [estimate.SCAN_ROWS + 1, 25_000, 61_234])
+def test_the_scan_subset_is_the_sorted_draw_from_the_rows(n):
+    rows = np.sort(np.random.default_rng(n).choice(3 * n, n, replace=False))
+    want = np.sort(np.random.default_rng(0).choice(rows, estimate.SCAN_ROWS, replace=False))
+    assert np.array_equal(rows[scan_subset(n)], want)
+
+
+def test_the_bound_test_is_isclose():
+    rng = np.random.default_rng(7)
+    y = np.concatenate([rng.normal(0, 1, 500), 1 + rng.normal(0, 1e-9, 500), [np.nan, np.inf, -np.inf, 1.0, 0.0]])
+    for bound in (0, 1, 1.0, -2.5, 1e-9, np.inf, -np.inf):
+        assert np.array_equal(_at_bound(y, bound), np.isclose(y, bound, rtol=0, atol=1e-9)), bound
