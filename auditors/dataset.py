@@ -140,9 +140,11 @@ def _as_grid(panel: pl.DataFrame) -> tuple[np.ndarray, int] | None:
     if panel["unit_id"].null_count() or panel["day"].null_count():
         return None
     unit, day = panel["unit_id"].to_numpy(), panel["day"].to_numpy()
-    unit_ids = np.unique(unit)
-    periods = panel.height // len(unit_ids)
-    if periods * len(unit_ids) != panel.height:
+    periods = int(np.argmax(unit != unit[0])) or len(unit)  # the first unit's run of rows
+    if panel.height % periods:
+        return None
+    unit_ids = unit[::periods]
+    if np.any(np.diff(unit_ids) <= 0):
         return None
     if not (
         np.array_equal(unit, np.repeat(unit_ids, periods))
@@ -343,7 +345,7 @@ def open_grid(
         f.schema.get("unit_id") != pl.Int64 or f.schema.get("day") != pl.Int64 for f in frames
     ):
         return None
-    unit_ids = np.unique(np.concatenate([units["unit_id"].to_numpy(), events["unit_id"].drop_nulls().to_numpy()]))
+    unit_ids = sorted_unique(np.concatenate([units["unit_id"].to_numpy(), events["unit_id"].drop_nulls().to_numpy()]))
     cells = len(unit_ids) * periods
     is_open = np.zeros(cells, dtype=np.int8)
     for frame in frames:
@@ -371,9 +373,30 @@ def grid_cells(frame: pl.DataFrame, unit_ids: np.ndarray, periods: int) -> np.nd
         return np.full(frame.height, -1, dtype=np.int64)
     known = (unit.is_not_null() & day.is_not_null()).to_numpy()
     u, d = unit.fill_null(0).to_numpy(), day.fill_null(-1).to_numpy()
-    at = np.minimum(np.searchsorted(unit_ids, u), len(unit_ids) - 1)
-    found = known & (unit_ids[at] == u) & (d >= 0) & (d < periods)
+    lo, hi = int(unit_ids[0]), int(unit_ids[-1])
+    if hi - lo < DENSE_KEY_SPAN:  # ids in a short range: each one's position read from a table
+        table = np.full(hi - lo + 1, -1, dtype=np.int64)
+        table[unit_ids - lo] = np.arange(len(unit_ids))
+        at = table[np.clip(u, lo, hi) - lo]
+        found = known & (u >= lo) & (u <= hi) & (at >= 0)
+    else:
+        at = np.minimum(np.searchsorted(unit_ids, u), len(unit_ids) - 1)
+        found = known & (unit_ids[at] == u)
+    found &= (d >= 0) & (d < periods)
     return np.where(found, at * periods + d, -1)
+
+
+DENSE_KEY_SPAN = 1 << 22  # integer keys spanning fewer values than this are looked up in a table
+
+
+def sorted_unique(ids: np.ndarray) -> np.ndarray:
+    """np.unique of integer ids (sorted, distinct), by marking a table when they span a short range."""
+    if len(ids) == 0 or int(ids.max()) - int(ids.min()) >= DENSE_KEY_SPAN:
+        return np.unique(ids)
+    lo = int(ids.min())
+    present = np.zeros(int(ids.max()) - lo + 1, dtype=bool)
+    present[ids - lo] = True
+    return (np.flatnonzero(present) + lo).astype(ids.dtype)
 
 
 def joined_grid(

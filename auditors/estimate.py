@@ -302,7 +302,8 @@ class ChildModel:
         if ok.sum() < sum(c.shape[1] for c in columns) + 10:
             return result
         # The design's fitted rows, gathered block by block: the matrix X[ok] of X = np.hstack(columns).
-        coef = np.linalg.lstsq(np.hstack([c[ok] for c in columns]), self.rows.y[ok], rcond=None)[0]
+        fitted = np.flatnonzero(ok)
+        coef = np.linalg.lstsq(np.hstack([c[fitted] for c in columns]), self.rows.y[fitted], rcond=None)[0]
         start = 1
         for e, block in zip(self.edges, columns[1:-1], strict=True):
             b = coef[start : start + block.shape[1]]

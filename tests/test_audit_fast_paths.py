@@ -18,6 +18,7 @@ from auditors.dataset import (
     joined_grid,
     known_factors,
     open_grid,
+    sorted_unique,
 )
 from auditors.estimate import ChildFit, ChildModel, Rows, _at_bound, roll, scan_subset
 from auditors.estimators import ESTIMATORS, Categorical, projections
@@ -39,6 +40,7 @@ def test_the_grid_on_its_cells_is_the_grid_by_joins(seed):
     rng = np.random.default_rng(seed)
     periods = int(rng.integers(1, 40))
     master = np.sort(rng.choice(5000, int(rng.integers(1, 12)), replace=False)).astype(np.int64)
+    master *= 10**6 if seed % 3 == 2 else 1  # ids too far apart for a table: searched
     units = pl.DataFrame({"unit_id": rng.permutation(master)}, schema={"unit_id": pl.Int64})
     events = pl.DataFrame(_keys(rng, int(rng.integers(0, 400)), master, periods, nulls=seed % 2 == 0))
     daily = [
@@ -50,6 +52,13 @@ def test_the_grid_on_its_cells_is_the_grid_by_joins(seed):
     want = joined_grid(units, events, daily, periods, "volume")
     assert got.schema == want.schema
     assert got.equals(want)
+
+
+@pytest.mark.parametrize("spread", [1, 1000, 10**9])
+def test_sorted_unique_is_np_unique(spread):
+    ids = np.random.default_rng(spread).integers(-50, 5000, 3000) * spread
+    assert np.array_equal(sorted_unique(ids), np.unique(ids)) and sorted_unique(ids).dtype == ids.dtype
+    assert np.array_equal(sorted_unique(ids[:0]), np.unique(ids[:0]))
 
 
 def test_the_grid_leaves_keys_that_are_not_int64_to_the_joins():
