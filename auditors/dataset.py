@@ -351,7 +351,7 @@ def open_grid(
     for frame in frames:
         at = grid_cells(frame, unit_ids, periods)
         is_open[at[at >= 0]] = 1
-    at = grid_cells(events, unit_ids, periods)
+    # `at` is the events' cells (the last frame)
     counts = np.bincount(at[at >= 0], minlength=cells).astype(np.uint32)
     grid = pl.DataFrame(
         {
@@ -371,8 +371,11 @@ def grid_cells(frame: pl.DataFrame, unit_ids: np.ndarray, periods: int) -> np.nd
     unit, day = frame["unit_id"], frame["day"]
     if len(unit_ids) == 0:
         return np.full(frame.height, -1, dtype=np.int64)
-    known = (unit.is_not_null() & day.is_not_null()).to_numpy()
-    u, d = unit.fill_null(0).to_numpy(), day.fill_null(-1).to_numpy()
+    if unit.null_count() or day.null_count():
+        known = (unit.is_not_null() & day.is_not_null()).to_numpy()
+        u, d = unit.fill_null(0).to_numpy(), day.fill_null(-1).to_numpy()
+    else:  # no nulls: the keys as they are
+        known, u, d = np.ones(frame.height, dtype=bool), unit.to_numpy(), day.to_numpy()
     lo, hi = int(unit_ids[0]), int(unit_ids[-1])
     if hi - lo < DENSE_KEY_SPAN:  # ids in a short range: each one's position read from a table
         table = np.full(hi - lo + 1, -1, dtype=np.int64)

@@ -12,6 +12,7 @@ from auditors import estimate
 from auditors.dataset import (
     FACTOR_MATCH,
     FACTORS_BY_UNIT,
+    Dataset,
     _known_factor,
     _with_event_means,
     group_means,
@@ -20,9 +21,18 @@ from auditors.dataset import (
     open_grid,
     sorted_unique,
 )
-from auditors.estimate import ChildFit, ChildModel, Rows, _at_bound, roll, scan_subset
+from auditors.estimate import (
+    ChildFit,
+    ChildModel,
+    Rows,
+    _at_bound,
+    period_means,
+    period_means_at_once,
+    roll,
+    scan_subset,
+)
 from auditors.estimators import ESTIMATORS, Categorical, projections
-from contracts.model import Edge
+from contracts.model import Edge, Phenomenon
 
 
 def _keys(rng: np.random.Generator, n: int, units: np.ndarray, periods: int, nulls: bool) -> dict:
@@ -283,3 +293,51 @@ def test_the_bound_test_is_isclose():
     y = np.concatenate([rng.normal(0, 1, 500), 1 + rng.normal(0, 1e-9, 500), [np.nan, np.inf, -np.inf, 1.0, 0.0]])
     for bound in (0, 1, 1.0, -2.5, 1e-9, np.inf, -np.inf):
         assert np.array_equal(_at_bound(y, bound), np.isclose(y, bound, rtol=0, atol=1e-9)), bound
+
+
+# --- period changes: one select per frame -----------------------------------------------------------------
+
+
+def _phenomenon(pid: str, variable: str | None = None, column: str | None = None) -> Phenomenon:
+    return Phenomenon(
+        id=pid, kind="period_change", statistic="relative_change", variables=[variable] if variable else [],
+        column=column, tolerance=0.1, files=["f"], description="d",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_period_means_at_once_are_those_taken_one_by_one(seed):
+    from tests.test_estimators import T, _contract, _variable
+
+    rng = np.random.default_rng(seed)
+
+    def frame(n: int, chunks: int) -> pl.DataFrame:
+        day = pl.Series("day", rng.integers(0, T, n), dtype=pl.Int64)
+        x = rng.lognormal(rng.uniform(-3, 8), rng.uniform(0.1, 3), n)
+        x[rng.random(n) < 0.01] = np.nan
+        parts = {
+            "day": day.scatter(rng.choice(n, n // 20, replace=False), None) if n else day,
+            "x": pl.Series("x", x).scatter(rng.choice(n, n // 7, replace=False), None) if n else pl.Series("x", x),
+            "k": pl.Series("k", rng.integers(0, 9, n), dtype=pl.Int64),
+            "amt": pl.Series("amt", rng.normal(100, 30, n)),
+        }
+        whole = pl.DataFrame(parts)
+        cuts = np.sort(rng.choice(n + 1, chunks - 1)) if chunks > 1 else []
+        pieces = [whole.slice(a, b - a) for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+        return pl.concat(pieces, rechunk=False)  # chunked as a frame built by joins and concatenations can be
+
+    sizes = [0, 1, 7, 127, 128, 129, 1000, 33_333]
+    panel = frame(int(rng.choice(sizes)), int(rng.integers(1, 4)))
+    events = frame(int(rng.choice(sizes)), int(rng.integers(1, 4))).rename({"x": "e", "k": "j"})
+    variables = [_variable("x"), _variable("k"), _variable("e", grain="event"), _variable("j", grain="event")]
+    contract = _contract([], variables)
+    ds = Dataset(pl.DataFrame({"unit_id": [1]}), panel, events, "cap")
+    phenomena = [_phenomenon(f"p{v}", variable=v) for v in ("x", "k", "e", "j")]
+    phenomena.append(_phenomenon("pamt", column="events.amt"))
+    got = period_means_at_once(ds, contract, phenomena)
+    assert got is not None
+    for ph in phenomena:
+        want = period_means(ds, contract, ph.variables[0] if ph.variables else None, ph.column)
+        assert np.array_equal(got[ph.id], want, equal_nan=True), ph.id
+    missing = _phenomenon("nope", column="events.nope")
+    assert period_means_at_once(ds, contract, [*phenomena, missing]) is None
