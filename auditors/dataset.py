@@ -394,7 +394,7 @@ DENSE_KEY_SPAN = 1 << 22  # integer keys spanning fewer values than this are loo
 
 def sorted_unique(ids: np.ndarray) -> np.ndarray:
     """np.unique of integer ids (sorted, distinct), by marking a table when they span a short range."""
-    if len(ids) == 0 or int(ids.max()) - int(ids.min()) >= DENSE_KEY_SPAN:
+    if ids.dtype.kind not in "iu" or len(ids) == 0 or int(ids.max()) - int(ids.min()) >= DENSE_KEY_SPAN:
         return np.unique(ids)
     lo = int(ids.min())
     present = np.zeros(int(ids.max()) - lo + 1, dtype=bool)
@@ -497,7 +497,7 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
         # two reports; the level either side of the best split still shows it, as for a sparse measure.
     positive = frame.select("day", column).filter(pl.col(column) > 0).sort("day")
     days = positive["day"].to_numpy()
-    if len(np.unique(days)) < MIN_DAYS:
+    if len(sorted_unique(days)) < MIN_DAYS:
         return frame
     logs = np.log(positive[column].cast(pl.Float64).to_numpy())
     split = _best_split(days, logs)
@@ -529,7 +529,7 @@ def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, 
     Only days with values are candidates, and "the weeks either side" are the LOCAL_DAYS reporting days
     before and after: a switch made during a closure (a school's summer break) shows on the first day
     after it, against the last days before it."""
-    reported = np.unique(days)
+    reported = sorted_unique(days)
     first, last = int(days.min()), int(days.max())
     inside = (reported >= first + EDGE_DAYS) & (reported <= last - EDGE_DAYS + 1)
     positions = np.flatnonzero(inside)
@@ -599,7 +599,7 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
 def _around(frame: pl.DataFrame, day: int, reports: int) -> pl.Expr:
     """Rows within `reports` reporting days either side of `day` (closed stretches do not count: a switch
     made during a summer break is judged on the weeks of data either side of the break)."""
-    reported = np.unique(frame["day"].drop_nulls().to_numpy())
+    reported = sorted_unique(frame["day"].drop_nulls().to_numpy())
     at = int(np.searchsorted(reported, day))
     if len(reported) == 0:
         return pl.lit(False)

@@ -69,6 +69,8 @@ def test_sorted_unique_is_np_unique(spread):
     ids = np.random.default_rng(spread).integers(-50, 5000, 3000) * spread
     assert np.array_equal(sorted_unique(ids), np.unique(ids)) and sorted_unique(ids).dtype == ids.dtype
     assert np.array_equal(sorted_unique(ids[:0]), np.unique(ids[:0]))
+    floats = np.where(ids % 3 == 0, np.nan, ids / 7)  # not integers (a day column with blanks): np.unique
+    assert np.array_equal(sorted_unique(floats), np.unique(floats), equal_nan=True)
 
 
 def test_the_grid_leaves_keys_that_are_not_int64_to_the_joins():
