@@ -107,7 +107,51 @@ def _amount_name(contract: Contract) -> str:
 def _with_event_means(panel: pl.DataFrame, events: pl.DataFrame, event_vars: list[str]) -> pl.DataFrame:
     if not event_vars:
         return panel
-    return panel.join(group_means(events, event_vars), on=["unit_id", "day"], how="left")
+    grid = _as_grid(panel)
+    if (
+        grid is None
+        or events.schema.get("unit_id") != pl.Int64
+        or events.schema.get("day") != pl.Int64
+        or any(c in panel.columns for c in event_vars)  # a join would suffix them
+    ):
+        return panel.join(group_means(events, event_vars), on=["unit_id", "day"], how="left")
+    # The panel is the whole unit x day grid in order: each event's cell is its row, and each cell's mean is
+    # summed over its events in row order by bincount, as `group_means` sums each group (the same floats).
+    unit_ids, periods = grid
+    at = grid_cells(events, unit_ids, periods)
+    keep = at >= 0
+    cell = at[keep]
+    means = []
+    for column in event_vars:
+        values = events[column].cast(pl.Float64).to_numpy()[keep]
+        present = np.isfinite(values)
+        count = np.bincount(cell, weights=present.astype(float), minlength=panel.height)
+        total = np.bincount(cell, weights=np.where(present, values, 0.0), minlength=panel.height)
+        mean = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        means.append(pl.Series(column, mean, dtype=pl.Float64))
+    return panel.with_columns(means).with_columns(pl.col(c).fill_nan(None) for c in event_vars)
+
+
+def _as_grid(panel: pl.DataFrame) -> tuple[np.ndarray, int] | None:
+    """(sorted unit ids, periods) if the panel's rows are exactly every unit's days 0..periods-1 in unit, day
+    order with Int64 keys (the grid `grid_cells` indexes), else None."""
+    if panel.schema.get("unit_id") != pl.Int64 or panel.schema.get("day") != pl.Int64 or panel.height == 0:
+        return None
+    if panel["unit_id"].null_count() or panel["day"].null_count():
+        return None
+    unit, day = panel["unit_id"].to_numpy(), panel["day"].to_numpy()
+    periods = int(np.argmax(unit != unit[0])) or len(unit)  # the first unit's run of rows
+    if panel.height % periods:
+        return None
+    unit_ids = unit[::periods]
+    if np.any(np.diff(unit_ids) <= 0):
+        return None
+    if not (
+        np.array_equal(unit, np.repeat(unit_ids, periods))
+        and np.array_equal(day, np.tile(np.arange(periods), len(unit_ids)))
+    ):
+        return None
+    return unit_ids, periods
 
 
 def group_means(events: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
@@ -232,8 +276,9 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
     events = keys.resolve(events, events_d).with_columns((pl.col("time") // 86400).cast(pl.Int64).alias("day"))
     if clean:
         events = events.unique(subset=["event_id"], keep="first", maintain_order=True)
+        daily = is_daily_panel(events)  # the repairs change values, not keys: the answer holds for every column
         for column in [amount] + [v for v in event_vars if v in events.columns]:
-            events = repair_unit_drift(events, column, units_of[column])
+            events = repair_unit_drift(events, column, units_of[column], daily)
     for _, detail in by_grain.get("event_detail", []):
         detail = detail.drop("time", strict=False)
         if clean:
@@ -252,26 +297,18 @@ def _observed_panel(
     """The unit x day grid: `open` where the unit was seen operating, the volume counted from the events,
     every daily file joined on, every change log expanded into daily steps."""
     periods, volume = contract.timeline.periods, contract.volume.name
-    unit_ids = sorted(set(units["unit_id"].to_list()) | set(events["unit_id"].drop_nulls().to_list()))
-    grid = pl.DataFrame(
-        {"unit_id": np.repeat(unit_ids, periods), "day": np.tile(np.arange(periods), len(unit_ids))},
-        schema={"unit_id": pl.Int64, "day": pl.Int64},
-    )
     daily = [(d, keys.resolve(f, d)) for d, f in by_grain.get("panel", [])]
-    counts = events.group_by("unit_id", "day").len(name=volume)
-    panel = (
-        grid.join(_days_seen(daily, events), on=["unit_id", "day"], how="left")
-        .with_columns(pl.col("open").fill_null(0))
-        .join(counts, on=["unit_id", "day"], how="left")
-        .with_columns(pl.when(pl.col("open") == 1).then(pl.col(volume).fill_null(0)).alias(volume))
-    )
+    panel = open_grid(units, events, [f for _, f in daily], periods, volume)
+    if panel is None:  # keys that are not all 64-bit integers: the joins decide (or refuse)
+        panel = joined_grid(units, events, [f for _, f in daily], periods, volume)
     for _, frame in daily:
         # One row per unit and day is needed to join at all; a raw analysis just keeps the first.
         frame = frame.filter(pl.col("unit_id").is_not_null())
         frame = frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True)
         if clean:
+            daily_panel = is_daily_panel(frame)  # the same keys for every column's repair
             for column in [c for c in frame.columns if c not in ("unit_id", "day")]:
-                frame = repair_unit_drift(frame, column, units_of.get(column, ""))
+                frame = repair_unit_drift(frame, column, units_of.get(column, ""), daily_panel)
         panel = panel.join(frame, on=["unit_id", "day"], how="left")
     for d, frame in by_grain.get("schedule", []):
         names = {f.name: f.source.split(".", 1)[1] for f in d.fields}  # the system's setting names
@@ -297,9 +334,96 @@ def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl
     return panel.drop("region")
 
 
-def _days_seen(daily: list[tuple[Deliverable, pl.DataFrame]], events: pl.DataFrame) -> pl.DataFrame:
+def open_grid(
+    units: pl.DataFrame, events: pl.DataFrame, daily: list[pl.DataFrame], periods: int, volume: str
+) -> pl.DataFrame | None:
+    """The unit x day grid with `open` and the volume, as the joins of `_days_seen` and the event counts onto
+    it give them, computed on the grid's cells directly (every key is an integer: no join is needed); None
+    unless every unit and day column is Int64 (then the joins run, and refuse what they refuse)."""
+    frames = [*daily, events]
+    if units.schema["unit_id"] != pl.Int64 or any(
+        f.schema.get("unit_id") != pl.Int64 or f.schema.get("day") != pl.Int64 for f in frames
+    ):
+        return None
+    unit_ids = sorted_unique(np.concatenate([units["unit_id"].to_numpy(), events["unit_id"].drop_nulls().to_numpy()]))
+    cells = len(unit_ids) * periods
+    is_open = np.zeros(cells, dtype=np.int8)
+    for frame in frames:
+        at = grid_cells(frame, unit_ids, periods)
+        is_open[at[at >= 0]] = 1
+    # `at` is the events' cells (the last frame)
+    counts = np.bincount(at[at >= 0], minlength=cells).astype(np.uint32)
+    grid = pl.DataFrame(
+        {
+            "unit_id": np.repeat(unit_ids, periods),
+            "day": np.tile(np.arange(periods, dtype=np.int64), len(unit_ids)),
+            "open": is_open,
+            volume: counts,
+        },
+        schema={"unit_id": pl.Int64, "day": pl.Int64, "open": pl.Int8, volume: pl.UInt32},
+    )
+    return grid.with_columns(pl.when(pl.col("open") == 1).then(pl.col(volume)).alias(volume))
+
+
+def grid_cells(frame: pl.DataFrame, unit_ids: np.ndarray, periods: int) -> np.ndarray:
+    """Each row's cell in the grid of the sorted unit_ids x days 0..periods-1 (unit-major), -1 where its unit
+    or day is null or outside the grid (the rows an equi-join on unit_id and day would not match)."""
+    unit, day = frame["unit_id"], frame["day"]
+    if len(unit_ids) == 0:
+        return np.full(frame.height, -1, dtype=np.int64)
+    if unit.null_count() or day.null_count():
+        known = (unit.is_not_null() & day.is_not_null()).to_numpy()
+        u, d = unit.fill_null(0).to_numpy(), day.fill_null(-1).to_numpy()
+    else:  # no nulls: the keys as they are
+        known, u, d = np.ones(frame.height, dtype=bool), unit.to_numpy(), day.to_numpy()
+    lo, hi = int(unit_ids[0]), int(unit_ids[-1])
+    if hi - lo < DENSE_KEY_SPAN:  # ids in a short range: each one's position read from a table
+        table = np.full(hi - lo + 1, -1, dtype=np.int64)
+        table[unit_ids - lo] = np.arange(len(unit_ids))
+        at = table[np.clip(u, lo, hi) - lo]
+        found = known & (u >= lo) & (u <= hi) & (at >= 0)
+    else:
+        at = np.minimum(np.searchsorted(unit_ids, u), len(unit_ids) - 1)
+        found = known & (unit_ids[at] == u)
+    found &= (d >= 0) & (d < periods)
+    return np.where(found, at * periods + d, -1)
+
+
+DENSE_KEY_SPAN = 1 << 22  # integer keys spanning fewer values than this are looked up in a table
+
+
+def sorted_unique(ids: np.ndarray) -> np.ndarray:
+    """np.unique of integer ids (sorted, distinct), by marking a table when they span a short range."""
+    if ids.dtype.kind not in "iu" or len(ids) == 0 or int(ids.max()) - int(ids.min()) >= DENSE_KEY_SPAN:
+        return np.unique(ids)
+    lo = int(ids.min())
+    present = np.zeros(int(ids.max()) - lo + 1, dtype=bool)
+    present[ids - lo] = True
+    return (np.flatnonzero(present) + lo).astype(ids.dtype)
+
+
+def joined_grid(
+    units: pl.DataFrame, events: pl.DataFrame, daily: list[pl.DataFrame], periods: int, volume: str
+) -> pl.DataFrame:
+    """The unit x day grid with `open` (a daily system reported the unit-day, or an event happened) and the
+    volume (events counted on open days), by joins (what `open_grid` computes on the cells)."""
+    unit_ids = sorted(set(units["unit_id"].to_list()) | set(events["unit_id"].drop_nulls().to_list()))
+    grid = pl.DataFrame(
+        {"unit_id": np.repeat(unit_ids, periods), "day": np.tile(np.arange(periods), len(unit_ids))},
+        schema={"unit_id": pl.Int64, "day": pl.Int64},
+    )
+    counts = events.group_by("unit_id", "day").len(name=volume)
+    return (
+        grid.join(_days_seen(daily, events), on=["unit_id", "day"], how="left")
+        .with_columns(pl.col("open").fill_null(0))
+        .join(counts, on=["unit_id", "day"], how="left")
+        .with_columns(pl.when(pl.col("open") == 1).then(pl.col(volume).fill_null(0)).alias(volume))
+    )
+
+
+def _days_seen(daily: list[pl.DataFrame], events: pl.DataFrame) -> pl.DataFrame:
     """Unit-days an analyst knows the unit operated: a daily system reported it, or an event happened."""
-    frames = [f.select("unit_id", "day") for _, f in daily] + [events.select("unit_id", "day")]
+    frames = [f.select("unit_id", "day") for f in daily] + [events.select("unit_id", "day")]
     return pl.concat(frames).drop_nulls().unique().with_columns(pl.lit(1, dtype=pl.Int8).alias("open"))
 
 
@@ -342,18 +466,25 @@ def plausible_factors(unit: str) -> tuple[float, ...]:
     return next((factors for names, factors in FACTORS_BY_UNIT if any(w.startswith(names) for w in words)), ())
 
 
-def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str) -> pl.DataFrame:
+def is_daily_panel(frame: pl.DataFrame) -> bool:
+    """Whether a frame is (nearly) one row per unit and day: a daily report of many units."""
+    return "unit_id" in frame.columns and frame.select("unit_id", "day").is_duplicated().mean() < 0.05
+
+
+def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: bool | None = None) -> pl.DataFrame:
     """Find a day after which a column's level jumps by a factor its unit makes plausible and convert it back.
 
     Works on the logs of every positive value (not daily medians), so a measure that is zero on most days
-    (refunds, downtime) shows its switch as clearly as a daily average does.
+    (refunds, downtime) shows its switch as clearly as a daily average does. `daily_panel` is
+    `is_daily_panel(frame)` when the caller already knows it (the repairs of a frame's columns share it).
     """
     factors = plausible_factors(unit)
     if column not in frame.columns or not frame.schema[column].is_numeric() or not factors:
         return frame
     if (frame[column].min() or 0) < 0:  # a quantity that goes negative (a temperature) has no unit to switch
         return frame
-    daily_panel = "unit_id" in frame.columns and frame.select("unit_id", "day").is_duplicated().mean() < 0.05
+    if daily_panel is None:
+        daily_panel = is_daily_panel(frame)
     if daily_panel and (frame[column] > 0).mean() >= DENSE_SHARE:
         # A daily report of many units: a switch moves every unit between one report and the next, which
         # no season or lever does; this finds a switch even inside a seasonal ramp.
@@ -366,7 +497,7 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str) -> pl.DataFra
         # two reports; the level either side of the best split still shows it, as for a sparse measure.
     positive = frame.select("day", column).filter(pl.col(column) > 0).sort("day")
     days = positive["day"].to_numpy()
-    if len(np.unique(days)) < MIN_DAYS:
+    if len(sorted_unique(days)) < MIN_DAYS:
         return frame
     logs = np.log(positive[column].cast(pl.Float64).to_numpy())
     split = _best_split(days, logs)
@@ -398,7 +529,7 @@ def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, 
     Only days with values are candidates, and "the weeks either side" are the LOCAL_DAYS reporting days
     before and after: a switch made during a closure (a school's summer break) shows on the first day
     after it, against the last days before it."""
-    reported = np.unique(days)
+    reported = sorted_unique(days)
     first, last = int(days.min()), int(days.max())
     inside = (reported >= first + EDGE_DAYS) & (reported <= last - EDGE_DAYS + 1)
     positions = np.flatnonzero(inside)
@@ -448,13 +579,11 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
     spread = 1.25 * 1.4826 * float((steps["step"] - steps["step"].median()).abs().median())
     # The step report to report must name a factor (with the noise of a day-to-day change); the largest
     # few that do are tried (a bigger step naming no factor, a dry spell ending, does not crowd them out).
+    ranked = by_day.sort(pl.col("m").abs(), "day", descending=[True, False])
+    matches = known_factors(ranked["m"].to_numpy(), 3 * spread / np.sqrt(ranked["n"].to_numpy()), factors)
     named = []
-    for best in by_day.sort(pl.col("m").abs(), "day", descending=[True, False]).iter_rows(named=True):
-        factor = _known_factor(float(best["m"]), max(FACTOR_MATCH, 3 * spread / np.sqrt(best["n"])), factors)
-        if factor is not None:
-            named.append((best, factor))
-        if len(named) == SWITCH_CANDIDATES:
-            break
+    for row in np.flatnonzero(~np.isnan(matches))[:SWITCH_CANDIDATES]:
+        named.append((ranked.row(int(row), named=True), float(matches[row])))
     for best, factor in named:
         # It must persist: each unit's reports in the few days after stay at the new level (a dip does not).
         if not all(_persists(frame, column, int(best["day"]), factor, days) for days in (PERSIST_DAYS, SETTLED_DAYS)):
@@ -470,7 +599,7 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
 def _around(frame: pl.DataFrame, day: int, reports: int) -> pl.Expr:
     """Rows within `reports` reporting days either side of `day` (closed stretches do not count: a switch
     made during a summer break is judged on the weeks of data either side of the break)."""
-    reported = np.unique(frame["day"].drop_nulls().to_numpy())
+    reported = sorted_unique(frame["day"].drop_nulls().to_numpy())
     at = int(np.searchsorted(reported, day))
     if len(reported) == 0:
         return pl.lit(False)
@@ -536,6 +665,26 @@ def _known_factor(step: float, tolerance: float, factors: tuple[float, ...]) -> 
     second = options[1][0] if len(options) > 1 else np.inf
     within = max(tolerance, FACTOR_SHARE * abs(np.log(factor)))
     return factor if best < within and best < FACTOR_MARGIN * second else None
+
+
+def known_factors(steps: np.ndarray, noise: np.ndarray, factors: tuple[float, ...]) -> np.ndarray:
+    """`_known_factor(step, max(FACTOR_MATCH, noise), factors)` of every step at once (NaN for None): the
+    same distances, the same stable ranking of the options and the same comparisons, elementwise."""
+    options = [f for known in factors for f in (known, 1 / known)]
+    logs = np.array([np.log(f) for f in options])
+    shares = np.array([FACTOR_SHARE * abs(np.log(f)) for f in options])
+    steps = np.asarray(steps, dtype=float)
+    distance = np.abs(steps[:, None] - logs[None, :])
+    order = np.argsort(distance, axis=1, kind="stable")
+    rows = np.arange(len(steps))
+    best = distance[rows, order[:, 0]]
+    second = distance[rows, order[:, 1]] if len(options) > 1 else np.full(len(steps), np.inf)
+    noise = np.asarray(noise, dtype=float)
+    tolerance = np.where(noise > FACTOR_MATCH, noise, FACTOR_MATCH)  # max(FACTOR_MATCH, noise), NaN -> FACTOR_MATCH
+    share = shares[order[:, 0]]
+    within = np.where(share > tolerance, share, tolerance)  # max(tolerance, share)
+    ok = (best < within) & (best < FACTOR_MARGIN * second)
+    return np.where(ok, np.array(options)[order[:, 0]], np.nan)
 
 
 def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> bool:

@@ -11,6 +11,7 @@ from it; everything estimated is estimated from the data.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import polars as pl
@@ -18,7 +19,7 @@ import polars as pl
 from auditors.dataset import Dataset
 from auditors.estimators import ESTIMATORS, carry_forward, projections
 from contracts.calendar import date_factors, months, weekdays
-from contracts.model import Contract, Edge
+from contracts.model import Contract, Edge, Phenomenon
 
 SCAN_ROWS = 20_000  # scans score candidates on a random 20k-row subset; the final fit uses every row
 SCAN_ROUNDS = 2  # each nonlinear parameter is re-scanned once the others have moved
@@ -36,6 +37,8 @@ class Rows:
     panels: dict[str, np.ndarray]  # parent -> (units, periods) array, for lags
     capacity: np.ndarray
     open: np.ndarray | None = None  # (units, periods): days the unit was seen operating (panel children)
+    # unit attribute -> its value per unit (parents[p] is by_unit[p][unit_index]): computed on units, not rows
+    by_unit: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass
@@ -131,11 +134,12 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
     grain = _grain(contract, child)
     base, uidx, day = shared.base(grain)
     panel_sorted = shared.panel_sorted
-    aligned, panels = {}, {}
+    aligned, panels, by_unit = {}, {}, {}
     for p in parents:
         g = _grain(contract, p)
         if g == "unit":
-            aligned[p] = shared.unit_values(p)[uidx]
+            by_unit[p] = shared.unit_values(p)
+            aligned[p] = by_unit[p][uidx]
             continue
         if p in panel_sorted.columns:
             panels[p] = shared.panel(p, g)
@@ -151,7 +155,9 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
     y = shared.column(grain, child).copy() if child in base.columns else np.full(base.height, np.nan)
     capacity = np.asarray(shared.unit_values(ds.capacity)[uidx], dtype=float)
     is_open = shared.open_days if grain == "panel" else None
-    return Rows(y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity, open=is_open)
+    return Rows(
+        y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity, open=is_open, by_unit=by_unit
+    )
 
 
 def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -189,7 +195,7 @@ class ChildModel:
         self.uncensored = np.ones(len(rows.y), dtype=bool)
         for bound in (v.min, v.max) if v.observe in ("value", "duration") and v.role != "volume" else ():
             if bound is not None:
-                self.uncensored &= ~np.isclose(rows.y, bound, rtol=0, atol=1e-9)
+                self.uncensored &= ~_at_bound(rows.y, bound)
         self.window = v.window if v.observe == "rolling" and rows.open is not None else None
         self.sporadic = v.observe == "sporadic"
         self.nuisance = calendar_columns(contract, rows.day) if v.role == "volume" else np.zeros((len(rows.y), 0))
@@ -201,6 +207,15 @@ class ChildModel:
         self._carried: dict[str, np.ndarray] = {}
         self._x: dict[str, np.ndarray] = {}
         self._candidates: dict[str, np.ndarray] = {}  # quantiles of the parent: read once, scanned each round
+        self._finite: dict[tuple[str, float | None], np.ndarray] = {}  # rows where a feature block is finite
+        self._means: dict[str, float] = {}
+        self.nuisance_finite = np.isfinite(self.nuisance).all(axis=1)
+
+    def panel_mean(self, parent: str) -> float:
+        """The mean of a parent's daily panel over its reported cells (what a lag holds its gaps at)."""
+        if parent not in self._means:
+            self._means[parent] = np.nanmean(self.rows.panels[parent])
+        return self._means[parent]
 
     def candidates(self, e: Edge) -> np.ndarray:
         if e.parent not in self._candidates:
@@ -242,9 +257,26 @@ class ChildModel:
         ]
         return np.column_stack(rolled)
 
+    def finite(self, e: Edge, theta: float | None = None) -> np.ndarray:
+        """The rows where an edge's feature block is finite in every column (kept with the block)."""
+        theta = self.theta.get(e.parent) if theta is None else theta
+        key = (e.parent, theta)
+        if key not in self._finite:
+            self._finite[key] = np.isfinite(self.features(e, theta)).all(axis=1)
+        return self._finite[key]
+
     def _design(self, skip: Edge | None = None) -> list[np.ndarray]:
         edges = [self.features(e) for e in self.edges if e is not skip]
         return [np.ones((len(self.rows.y), 1)), *edges, self.nuisance]
+
+    def _covered(self, rows: np.ndarray, skip: Edge | None = None) -> np.ndarray:
+        """`rows & np.isfinite(np.hstack(self._design(skip))).all(axis=1)`, block by block (a design's rows are
+        finite where each of its blocks' are; the constant column always is)."""
+        ok = rows & self.nuisance_finite
+        for e in self.edges:
+            if e is not skip:
+                ok &= self.finite(e)
+        return ok
 
     def fit(self) -> ChildFit:
         scanned = [e for e in self.edges if ESTIMATORS[e.kind].scans]
@@ -263,14 +295,15 @@ class ChildModel:
                 self.theta[e.parent] = self._scan(e, valid)
                 scanned_with[e.parent] = others
         columns = self._design()
-        X = np.hstack(columns)
-        covered = np.isfinite(X).all(axis=1) & np.isfinite(self.rows.y)
+        covered = self._covered(np.isfinite(self.rows.y))
         ok = valid & covered
         # Contributions are evaluated on every row with a reported value, censored or not, as in generation.
         result = ChildFit(day=self.rows.day[covered])
-        if ok.sum() < X.shape[1] + 10:
+        if ok.sum() < sum(c.shape[1] for c in columns) + 10:
             return result
-        coef = np.linalg.lstsq(X[ok], self.rows.y[ok], rcond=None)[0]
+        # The design's fitted rows, gathered block by block: the matrix X[ok] of X = np.hstack(columns).
+        fitted = np.flatnonzero(ok)
+        coef = np.linalg.lstsq(np.hstack([c[fitted] for c in columns]), self.rows.y[fitted], rcond=None)[0]
         start = 1
         for e, block in zip(self.edges, columns[1:-1], strict=True):
             b = coef[start : start + block.shape[1]]
@@ -284,10 +317,10 @@ class ChildModel:
 
     def _scan(self, e: Edge, valid: np.ndarray) -> float:
         """The candidate whose features explain the most variance beyond the other edges' (QR projection)."""
-        others = np.hstack(self._design(skip=e))
+        others = self._design(skip=e)
         estimator = ESTIMATORS[e.kind]
         cands = self.candidates(e)
-        ok = valid & np.isfinite(others).all(axis=1)
+        ok = self._covered(valid, skip=e)
         # A one-column feature whose finite rows are known beforehand (a step or a curve: where its parent is;
         # a lag: everywhere, its gaps hold the mean) is computed on the scanned rows only, every candidate at
         # once; any other on every row, so that every candidate is scored on the same rows.
@@ -297,15 +330,15 @@ class ChildModel:
             ok &= finite
         else:
             blocks = [self.features(e, cand) for cand in cands]
-            for block in blocks:
-                ok &= np.isfinite(block).all(axis=1)
+            for cand in cands:
+                ok &= self.finite(e, cand)
         idx = np.flatnonzero(ok)
         # A lag's optimum is flat, and a sporadic measure's few large values sway a subset's: both need every row.
         if len(idx) > SCAN_ROWS and e.kind != "lag" and not self.sporadic:
-            idx = np.sort(np.random.default_rng(0).choice(idx, SCAN_ROWS, replace=False))
+            idx = idx[scan_subset(len(idx))]
         if len(idx) < MIN_SCAN_ROWS:
             return self.theta[e.parent]
-        q, _ = np.linalg.qr(others[idx])
+        q, _ = np.linalg.qr(np.hstack([block[idx] for block in others]))  # np.hstack(others)[idx]
         y = self.rows.y[idx]
         ry = y - q @ (q.T @ y)
         if blocks is None or all(b.shape[1] == 1 for b in blocks):
@@ -327,6 +360,29 @@ class ChildModel:
             if score > best_score:
                 best, best_score = float(cand), score
         return best
+
+
+def _at_bound(y: np.ndarray, bound: float) -> np.ndarray:
+    """np.isclose(y, bound, rtol=0, atol=1e-9): for a finite bound |y - bound| <= 1e-9 + 0 * |bound| exactly
+    (a NaN or infinite y is never close), computed without isclose's generality."""
+    bound = float(bound)
+    if not np.isfinite(bound):
+        return np.isclose(y, bound, rtol=0, atol=1e-9)
+    return np.abs(np.asarray(y, dtype=float) - bound) <= 1e-9
+
+
+@lru_cache(maxsize=64)
+def _subset_positions(n: int, size: int) -> np.ndarray:
+    positions = np.sort(np.random.default_rng(0).choice(n, size, replace=False))
+    positions.flags.writeable = False
+    return positions
+
+
+def scan_subset(n: int) -> np.ndarray:
+    """The sorted positions of the SCAN_ROWS of n rows a scan scores: rng(0).choice picks positions in
+    range(n) and takes them from the rows, so np.sort(choice(rows)) is rows[np.sort(choice(n))] for
+    increasing rows; the draw depends on n only, and is made once per n."""
+    return _subset_positions(n, SCAN_ROWS)
 
 
 def calendar_columns(contract: Contract, day: np.ndarray) -> np.ndarray:
@@ -352,18 +408,56 @@ def fit_child(ds: Dataset, contract: Contract, child: str) -> ChildFit:
     return ChildModel(contract, child, rows).fit()
 
 
+def _period_frame(
+    ds: Dataset, contract: Contract, variable: str | None, column: str | None
+) -> tuple[pl.DataFrame, str]:
+    if column is not None:
+        return ds.events, column.split(".", 1)[1]
+    assert variable is not None
+    return (ds.events if _grain(contract, variable) == "event" else ds.panel), variable
+
+
 def period_means(ds: Dataset, contract: Contract, variable: str | None, column: str | None) -> tuple[float, float]:
     half = contract.timeline.periods // 2
-    if column is not None:
-        frame, name = ds.events, column.split(".", 1)[1]
-    else:
-        assert variable is not None
-        frame = ds.events if _grain(contract, variable) == "event" else ds.panel
-        name = variable
+    frame, name = _period_frame(ds, contract, variable, column)
     values = frame.select(pl.col("day"), pl.col(name).cast(pl.Float64)).drop_nulls()
     h1 = values.filter(pl.col("day") < half)[name].mean()
     h2 = values.filter(pl.col("day") >= half)[name].mean()
     return float(h1) if h1 is not None else float("nan"), float(h2) if h2 is not None else float("nan")
+
+
+def period_means_at_once(
+    ds: Dataset, contract: Contract, phenomena: list[Phenomenon]
+) -> dict[str, tuple[float, float]] | None:
+    """`period_means` of each period change, in one select per frame: each half's mean is the mean of the
+    same values in the same order (the column cast, its rows with a day and a value, of that half), taken
+    by the same kernel. None if any fails (the caller then takes them one by one, and fails as they do)."""
+    half = contract.timeline.periods // 2
+    if len({ph.id for ph in phenomena}) != len(phenomena):
+        return None
+    by_frame: dict[int, tuple[pl.DataFrame, list[tuple[str, str]]]] = {}
+    try:
+        for ph in phenomena:
+            frame, name = _period_frame(ds, contract, ph.variables[0] if ph.variables else None, ph.column)
+            by_frame.setdefault(id(frame), (frame, []))[1].append((ph.id, name))
+        found: dict[str, tuple[float, float]] = {}
+        for frame, items in by_frame.values():
+            exprs = []
+            for k, (_, name) in enumerate(items):
+                x = pl.col(name).cast(pl.Float64)
+                known = pl.col("day").is_not_null() & x.is_not_null()
+                exprs.append(x.filter(known & (pl.col("day") < half)).mean().alias(f"h1_{k}"))
+                exprs.append(x.filter(known & (pl.col("day") >= half)).mean().alias(f"h2_{k}"))
+            row = frame.select(exprs).row(0)
+            for k, (pid, _) in enumerate(items):
+                h1, h2 = row[2 * k], row[2 * k + 1]
+                found[pid] = (
+                    float(h1) if h1 is not None else float("nan"),
+                    float(h2) if h2 is not None else float("nan"),
+                )
+    except Exception:  # noqa: BLE001 - one by one, each raises what it raises
+        return None
+    return found
 
 
 @dataclass
@@ -389,6 +483,7 @@ def recover_phenomena(ds: Dataset, contract: Contract, kinds: set[str] | None = 
     found = Recovery()
     values = found.values
     half = contract.timeline.periods // 2
+    periods = period_means_at_once(ds, contract, [ph for ph in wanted if ph.kind == "period_change"]) or {}
     for ph in wanted:
         if ph.kind == "edge_effect":
             child = ph.edge.split("->")[1] if ph.edge else ""
@@ -397,7 +492,9 @@ def recover_phenomena(ds: Dataset, contract: Contract, kinds: set[str] | None = 
             if ph.edge and direction is not None and np.isfinite(direction):
                 found.directions[ph.edge] = direction
         elif ph.kind == "period_change":
-            h1, h2 = period_means(ds, contract, ph.variables[0] if ph.variables else None, ph.column)
+            h1, h2 = periods.get(ph.id) or period_means(
+                ds, contract, ph.variables[0] if ph.variables else None, ph.column
+            )
             values[ph.id] = (h2 - h1) / h1 if h1 else float("nan")
         elif ph.kind == "attribution":
             parent, focus = ph.variables

@@ -153,7 +153,7 @@ class Lag(Estimator):
         # Before the first `lag` days, and on days the cause was not reported (closed days), it is unknown:
         # a series that exists every day (weather, a rate, a lever) carries its last value over; activity
         # that did not happen is held at its mean, as the generation treats it.
-        mean = np.nanmean(panel)
+        mean = model.panel_mean(e.parent)
         known = model.carried(e.parent) if model.is_root(e.parent) else panel
         lagged = np.full_like(panel, mean)
         lagged[:, lag:] = known[:, : panel.shape[1] - lag] if lag else known
@@ -163,13 +163,17 @@ class Lag(Estimator):
     def finite_rows(self, model, e, candidates):  # a lagged value is the cause's or its mean: finite if the mean is
         panel = model.rows.panels.get(e.parent)
         # (a lag longer than the timeline is left to `features`, which refuses it)
-        if panel is None or not np.isfinite(np.nanmean(panel)) or np.max(candidates, initial=0) > panel.shape[1]:
+        if (
+            panel is None
+            or not np.isfinite(model.panel_mean(e.parent))
+            or np.max(candidates, initial=0) > panel.shape[1]
+        ):
             return None
         return np.ones(len(model.rows.y), dtype=bool)
 
     def columns(self, model, e, candidates, rows):  # what `features` reads, for every lag at once
         rows_, panel = model.rows, model.rows.panels[e.parent]
-        mean = np.nanmean(panel)
+        mean = model.panel_mean(e.parent)
         known = model.carried(e.parent) if model.is_root(e.parent) else panel
         lags = candidates.astype(np.int64)
         # Each unit's series with its gaps at the mean and `longest` days of the mean before the timeline
@@ -223,8 +227,14 @@ class Categorical(Estimator):
     directed = False
 
     def features(self, model, e, theta):
-        codes = model.x(e)
         levels = model.levels[e.parent]
+        by_unit = model.rows.by_unit.get(e.parent)
+        if by_unit is not None:  # a unit attribute: each unit's dummies, read off for its rows (the same values)
+            return self.dummies(by_unit, levels)[model.rows.unit_index]
+        return self.dummies(model.x(e), levels)
+
+    @staticmethod
+    def dummies(codes: np.ndarray, levels: list) -> np.ndarray:
         # A blank (or unreadable) level is unknown, not the first level: its row leaves the fit. Each level's
         # rows found once, and the unknown ones as those of none (what np.isin does for objects, level by level).
         at = [codes == lvl for lvl in levels]
