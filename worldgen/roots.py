@@ -87,7 +87,7 @@ def draw_root(
     shift = direction * (size if rise is None else SHIFT_SD[1]) * v.sd  # the carrier: as large as any root's
     if v.pattern == "policy":
         return _lever(v, U, T, after & changed[:, None], shift, rng)
-    return _signal(v, U, T, after & changed[:, None], shift, rng, rise)
+    return _signal(v, after & changed[:, None], shift, rng, rise)
 
 
 def _direction(rng: np.random.Generator, rise: float | None) -> float:
@@ -183,9 +183,8 @@ def _lever(v: Variable, U: int, T: int, late: np.ndarray, shift: float, rng: np.
     return np.round(np.clip(level, lo, hi), v.decimals)
 
 
-def _signal(
-    v: Variable, U: int, T: int, late: np.ndarray, shift: float, rng: np.random.Generator, rise: float | None = None
-) -> np.ndarray:
+def _signal(v: Variable, late: np.ndarray, shift: float, rng: np.random.Generator, rise: float | None) -> np.ndarray:
+    U, T = late.shape
     unit_effect = UNIT_EFFECT_SD * v.sd * rng.standard_normal(U)[:, None]
     phase = rng.uniform(0, 365)
     if rise is not None:  # the carrier's season does not undo its change: its second half is the warmer one
