@@ -156,3 +156,42 @@ def test_lagged_columns_match_the_shifted_panel_at_the_rows(periods):
     got = _feature_matrix(lagged, some)
     assert got.flags.c_contiguous and np.array_equal(got, plain[:, [30, 2, 7]], equal_nan=True)
     assert np.array_equal(lagged(3.0), plain[:, 3], equal_nan=True)
+
+
+def _party_contract(name_style: str, regions: list[str], count: int):
+    from types import SimpleNamespace
+
+    party = SimpleNamespace(name_style=name_style, count=count)
+    shape = SimpleNamespace(loyalty=2.0, home_share=0.8, history_days=50, columns=[])
+    return SimpleNamespace(parties=shape, regions=regions, entity=lambda kind: party)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_parties_drawn_by_pool_match_the_plain_masks(seed):
+    """Same parties and the same stream afterwards, with the cap's redraws (persons), without (companies),
+    for a probe (no choice), with regions nobody lives in, units in unlisted regions and a listed twice."""
+    from worldgen.entities import _parties_for, _parties_for_plain
+
+    rng = np.random.default_rng(seed)
+    regions = ["a", "b", "c", "d"][: 1 + seed % 4]
+    count = int(rng.integers(1, 40))
+    parties = {
+        "party_id": np.arange(1, count + 1, dtype=np.int64),
+        "region": np.array(rng.choice(regions[:-1] or regions, count), dtype=object),
+        "signup_day": rng.integers(-50, 100, count).astype(np.int64),
+    }
+    units = np.array(rng.choice(regions + ["elsewhere"], 7), dtype=object)
+    n = int(rng.integers(0, 3000))
+    unit_idx = rng.integers(0, 7, n)
+    day = np.sort(rng.integers(0, 100, n))
+    listed = (regions, regions + regions[:1])
+    for style, choose, regions_ in [(s, c, r) for s in ("person", "company") for c in (True, False) for r in listed]:
+        contract = _party_contract(style, regions_, count)
+        fast_rng, plain_rng = np.random.default_rng(seed + 100), np.random.default_rng(seed + 100)
+        fast = _parties_for(contract, units, day, parties, fast_rng, choose, unit_idx)
+        plain = _parties_for_plain(contract, units[unit_idx], day, parties, plain_rng, choose)
+        assert (fast is None) == (plain is None)
+        assert fast is None or np.array_equal(fast, plain)
+        assert fast_rng.random() == plain_rng.random()
+        again = _parties_for(contract, units[unit_idx], day, parties, np.random.default_rng(seed + 100), choose)
+        assert (again is None) == (plain is None) and (again is None or np.array_equal(again, plain))

@@ -176,7 +176,7 @@ def draw_events(
     if detail == "keys":
         return {"event_id": np.arange(1, n + 1, dtype=np.int64), "unit_id": unit_idx + 1, "day": day}
     probe = detail == "draws"
-    party = _parties_for(contract, tables["units"]["region"][unit_idx], day, tables["parties"], rng, not probe)
+    party = _parties_for(contract, tables["units"]["region"], day, tables["parties"], rng, not probe, unit_idx)
     amount = contract.measures.amount
     sigma = np.sqrt(np.log1p((amount.sd / amount.mean) ** 2))
     values = rng.lognormal(np.log(amount.mean) - sigma**2 / 2, sigma, n)
@@ -234,13 +234,80 @@ def _seconds_of_day(contract: Contract, n: int, rng: np.random.Generator) -> np.
     return np.minimum((hours * 3600).astype(np.int64), int(closing * 3600) - 1)
 
 
+# size: the event grouping and the rounds share their arrays; unit_idx spares a per-event region copy
 def _parties_for(
-    contract: Contract, unit_region: np.ndarray, day: np.ndarray, parties: dict, rng, choose: bool = True
+    contract: Contract,
+    unit_region: np.ndarray,
+    day: np.ndarray,
+    parties: dict,
+    rng,
+    choose: bool = True,
+    unit_idx: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """Each event's party: someone signed up by that day, usually from the unit's region, busier parties
     more often (gamma-distributed activity); a person has at most PERSON_DAY_CAP events a day. With
     `choose` False, only the draws are made when that is possible (one round: no cap to redraw for) and
-    None is returned."""
+    None is returned. `unit_region` is each event's unit's region, or with `unit_idx` (each event's unit)
+    each unit's region.
+
+    The same draws as `_parties_for_plain`: each event belongs to one pool (everyone when not drawn at home,
+    else its unit's region's), so a round's pool draws for its events left to do in row order, found by
+    index (one grouping of the events, then only the few over the cap) instead of a mask over all events."""
+    regions = list(contract.regions)
+    if len(set(regions)) < len(regions):  # an event in several pools: the plain way draws it in each
+        region = unit_region if unit_idx is None else unit_region[unit_idx]
+        return _parties_for_plain(contract, region, day, parties, rng, choose)
+    index = {r: k for k, r in enumerate(regions)}
+    region_code = np.array([index.get(r, -1) for r in unit_region.tolist()], dtype=np.int64)
+    if unit_idx is not None:
+        region_code = region_code[unit_idx]
+    shape = contract.parties
+    rounds = CAP_ROUNDS if contract.entity("party").name_style == "person" else 1
+    choose = choose or rounds > 1  # how many a cap redraws depends on who was chosen
+    activity = rng.gamma(shape.loyalty, 1.0, len(parties["party_id"]))
+    n = len(day)
+    home = rng.random(n) < shape.home_share
+    # Pool 0 draws from everyone, pool k + 1 from region k's parties; -1: at home in no listed region (never drawn).
+    pool_of = np.where(home, np.where(region_code >= 0, region_code + 1, -1), 0).astype(np.int16)
+    sizes = np.bincount(pool_of + 1, minlength=len(regions) + 2)[1:]
+    if not choose:
+        for size in sizes.tolist():
+            if size:
+                rng.random(size)
+        return None
+    grouped = np.argsort(pool_of, kind="stable")[n - int(sizes.sum()) :]  # by pool, in row order within one
+    bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    signup = parties["signup_day"]
+    everyone = np.arange(len(parties["party_id"]))
+    pools: list[_Pool | None] = [None] * (len(regions) + 1)
+    chosen = np.zeros(n, dtype=np.int64)
+    todo: np.ndarray | None = None  # the events left to do, by row; None: all
+    for round_ in range(rounds):
+        if todo is not None:
+            todo_pool = pool_of[todo]
+        for k in range(len(regions) + 1):
+            redo = grouped[bounds[k] : bounds[k + 1]] if todo is None else todo[todo_pool == k]
+            if redo.size:
+                luck = rng.random(redo.size)
+                if pools[k] is None:
+                    members = everyone if k == 0 else np.flatnonzero(parties["region"] == regions[k - 1])
+                    if members.size == 0:  # nobody lives there: anyone eligible
+                        members = everyone
+                    pools[k] = _Pool(members, signup, activity)
+                chosen[redo] = pools[k].draw(day[redo], luck)
+        if round_ == rounds - 1:  # no round left to redraw in: which events are over the cap does not matter
+            break
+        todo = np.flatnonzero(_over_cap(chosen, day))
+        if not todo.size:
+            break
+    return parties["party_id"][chosen]
+
+
+def _parties_for_plain(
+    contract: Contract, unit_region: np.ndarray, day: np.ndarray, parties: dict, rng, choose: bool = True
+) -> np.ndarray | None:
+    """`_parties_for` the plain way, one boolean mask per pool and round over every event: for a contract
+    listing a region twice (its events are drawn in both pools), and as the reference for tests."""
     shape = contract.parties
     rounds = CAP_ROUNDS if contract.entity("party").name_style == "person" else 1
     choose = choose or rounds > 1  # how many a cap redraws depends on who was chosen
