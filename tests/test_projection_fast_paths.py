@@ -1,0 +1,123 @@
+"""The projection check's fast paths give what its plain code gives on random and awkward inputs: frames
+compared by exact equality first (the closeness test only where they differ), and blank rows of a numeric
+column read off its float values (the gather only for text or for rows out of range)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from auditors.checks import _blank_rows, _blanks, frames_match, undo
+
+AWKWARD = [0.0, -0.0, 1.0, 1.0 + 1e-7, 1.0 + 1e-5, 1e-10, -1e-10, 1e300, np.inf, -np.inf, np.nan, None]
+
+
+def _plain_frames_match(observed: pl.DataFrame, expected: pl.DataFrame) -> str | None:
+    """frames_match as it was before its fast paths."""
+    if observed.columns != expected.columns:
+        return f"columns {observed.columns} differ from {expected.columns}"
+    if observed.height != expected.height:
+        return f"{observed.height} rows, expected {expected.height}"
+    for name in expected.columns:
+        a, b = observed[name], expected[name]
+        if b.dtype.is_numeric() and a.dtype.is_numeric():
+            x, y = a.cast(pl.Float64).to_numpy(), b.cast(pl.Float64).to_numpy()
+            same = np.isclose(x, y, rtol=1e-6, atol=1e-9, equal_nan=True)
+        else:
+            same = (a.cast(pl.String).fill_null("\0") == b.cast(pl.String).fill_null("\0")).to_numpy()
+        if not same.all():
+            row = int(np.flatnonzero(~same)[0])
+            return f"column {name!r} row {row}: {a[row]!r} vs {b[row]!r}"
+    return None
+
+
+def _column(rng: np.random.Generator, kind: str, n: int) -> pl.Series:
+    if kind == "float":
+        return pl.Series("c", [AWKWARD[i] for i in rng.integers(0, len(AWKWARD), n)], dtype=pl.Float64)
+    if kind == "int":
+        values = rng.integers(-3, 3, n).tolist()
+        return pl.Series("c", [None if rng.random() < 0.2 else v for v in values], dtype=pl.Int64)
+    texts = ["a", "b", "", "\0", "é", None]
+    return pl.Series("c", [texts[i] for i in rng.integers(0, len(texts), n)], dtype=pl.String)
+
+
+def _perturbed(rng: np.random.Generator, column: pl.Series, kind_b: str) -> pl.Series:
+    """The column itself, or with a few values changed (some only within the tolerance), or another type."""
+    if rng.random() < 0.3:
+        return column
+    values = column.to_list()
+    for i in rng.integers(0, len(values), rng.integers(1, 3)) if values else []:
+        if column.dtype == pl.String:
+            values[i] = ["a", "b", None, "\0", "x"][rng.integers(0, 5)]
+        else:
+            values[i] = AWKWARD[rng.integers(0, len(AWKWARD))]
+    if kind_b == "string":
+        return pl.Series("c", [None if v is None else str(v) for v in values], dtype=pl.String)
+    return pl.Series("c", values, dtype=pl.Float64 if column.dtype != pl.String else pl.String, strict=False)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_frames_match_is_the_plain_comparison(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 12))
+    kinds = ["float", "int", "string"]
+    observed, expected = {}, {}
+    for k in range(int(rng.integers(1, 4))):
+        kind = kinds[rng.integers(0, 3)]
+        a = _column(rng, kind, n)
+        b = _perturbed(rng, a, kinds[rng.integers(0, 3)] if rng.random() < 0.1 else kind)
+        observed[f"c{k}"], expected[f"c{k}"] = a, b
+    a_frame, b_frame = pl.DataFrame(observed), pl.DataFrame(expected)
+    assert frames_match(a_frame, b_frame) == _plain_frames_match(a_frame, b_frame)
+    assert frames_match(b_frame, a_frame) == _plain_frames_match(b_frame, a_frame)
+
+
+def test_frames_match_keeps_the_tolerance_and_the_blank_text():
+    x = pl.DataFrame({"v": [1.0, np.inf, np.nan, None], "t": ["a", None, "b", "c"]})
+    close = pl.DataFrame({"v": [1.0 + 1e-7, np.inf, None, np.nan], "t": ["a", None, "b", "c"]})
+    assert frames_match(x, close) is None
+    assert frames_match(x, x.with_columns(pl.Series("v", [1.0, -np.inf, np.nan, None]))) is not None
+    assert frames_match(x, x.with_columns(pl.Series("t", ["a", "\0", "b", "c"]))) is None  # as the plain code
+    assert frames_match(x, x.with_columns(pl.Series("t", ["a", "", "b", "c"]))) is not None
+
+
+def _plain_rows(rng: np.random.Generator, n: int):
+    picks = [
+        rng.integers(0, max(n, 1), rng.integers(0, 6)).tolist(),  # in range, maybe repeated, maybe empty
+        [n],  # just beyond
+        [-1],  # negative
+        [0.0] if n else [],  # a float row number
+        np.arange(0, n, 2),  # an array, as `_rows` gives
+        [2**70],  # beyond any integer
+    ]
+    return picks[rng.integers(0, len(picks))]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_blank_rows_are_the_gathered_blanks(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 10))
+    kind = ["float", "int", "string"][rng.integers(0, 3)]
+    column = _column(rng, kind, n)
+    numeric = column.dtype.is_numeric()
+    values = column.cast(pl.Float64).to_numpy().copy() if numeric else np.array(column.to_list(), dtype=object)
+    rows = _plain_rows(rng, n)
+
+    def outcome(fn):
+        try:
+            return ("ok", fn().tolist())
+        except Exception as exc:  # noqa: BLE001 - the same rows must fail the same way
+            return ("error", type(exc).__name__, str(exc))
+
+    assert outcome(lambda: _blank_rows(column, values, rows, numeric)) == outcome(lambda: _blanks(column, rows))
+
+
+def test_undo_of_blanks_refuses_a_row_holding_a_value():
+    frame = pl.DataFrame({"v": [1.0, None, float("nan"), 4.0]})
+    restored = undo(frame, [{"kind": "missing", "column": "v", "rows": [1, 2], "values": [2.0, 3.0]}])
+    assert restored["v"].to_list() == [1.0, 2.0, 3.0, 4.0]
+    with pytest.raises(ValueError, match="row 3 is recorded as blanked but holds"):
+        undo(frame, [{"kind": "missing", "column": "v", "rows": [1, 3], "values": [2.0, 3.0]}])
+    with pytest.raises(pl.exceptions.OutOfBoundsError):
+        undo(frame, [{"kind": "missing", "column": "v", "rows": [1, 4], "values": [2.0, 3.0]}])
