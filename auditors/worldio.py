@@ -270,6 +270,8 @@ def read_json_records(data: bytes) -> pl.DataFrame | None:
     if header is None or end < header.end():
         return None
     body = data[header.end() : end]
+    if not _flat_array(body):
+        return None
     for schema in (_sampled_schema(body), None):
         try:
             frame = pl.read_json(body, schema=schema, infer_schema_length=None)
@@ -278,6 +280,14 @@ def read_json_records(data: bytes) -> pl.DataFrame | None:
         if _writes_back(frame, body):
             return frame
     return None
+
+
+def _flat_array(body: bytes) -> bool:
+    """Whether an array's brackets can only be polars' flat records: one `[`, and every `{` but the first
+    (if any) opening a record right after the previous one closed (`},{`). Nothing else reaches polars'
+    reader, whose type inference takes minutes on a few kilobytes nested a thousand deep (the stdlib path
+    refuses those at 64 levels); a string holding a bracket sends its file the plain way too, at its cost."""
+    return body.count(b"[") == 1 and body.count(b"{") - body.count(b"},{") <= 1
 
 
 def _sampled_schema(body: bytes) -> dict[str, pl.DataType] | None:

@@ -225,3 +225,22 @@ def test_ndjson_edges(tmp_path, text):
 
 def test_ndjson_missing_file(tmp_path):
     _check_ndjson(tmp_path / "absent.jsonl")
+
+
+@pytest.mark.parametrize(
+    "records",
+    [b"[" + b'{"a":' * 1000 + b"1" + b"}" * 1000 + b"]", b"[" + b"[" * 1000 + b"]" * 1000 + b"]"],
+    ids=["objects", "arrays"],
+)
+def test_deep_nesting_never_reaches_polars(monkeypatch, records):
+    """A few kilobytes nested a thousand deep would keep polars' JSON type inference busy for minutes; the
+    fast path must hand such a file to the bounded stdlib parser, which refuses it."""
+    import auditors.worldio as worldio
+
+    calls = []
+    monkeypatch.setattr(worldio.pl, "read_json", lambda *args, **kwargs: calls.append(args) or pl.DataFrame())
+    data = b'{"system": "s", "record_count": 1, "records": ' + records + b"}\n"
+    assert read_json_records(data) is None
+    with pytest.raises(WorldFormatError, match="nested"):
+        read_json_envelope(data, "observed/deep.json")
+    assert not calls, "polars' JSON reader was given a deeply nested document"

@@ -187,7 +187,10 @@ def _signal(v: Variable, late: np.ndarray, shift: float, rng: np.random.Generato
     U, T = late.shape
     unit_effect = UNIT_EFFECT_SD * v.sd * rng.standard_normal(U)[:, None]
     phase = rng.uniform(0, 365)
-    if rise is not None:  # the carrier's season does not undo its change: its second half is the warmer one
+    # The carrier's season does not undo its change: its second half is the warmer one. (This folding assumes
+    # a year-long timeline, the default size; over 180 days it helps no more than chance, over 730 the
+    # season hardly moves the halves.)
+    if rise is not None:
         phase = phase % (365 / 2) + (365 / 4 if rise > 0 else 3 * 365 / 4)
     season = ANNUAL_CYCLE_SD * v.sd * np.sin(2 * np.pi * (np.arange(T) + phase) / 365.0)[None, :]
     first = rng.standard_normal(U)
