@@ -126,7 +126,7 @@ def _answer_cdf(content_mean: np.ndarray, points: int) -> np.ndarray:
     if len(np.unique(sample)) > DISTINCT_MAX_SHARE * len(sample):  # mostly distinct: sorting would not pay
         return _answer_cdf_plain(content_mean, points)
     values, inverse = np.unique(content_mean, return_inverse=True)
-    return _answer_cdf_plain(values, points)[inverse.reshape(-1)]
+    return np.take(_answer_cdf_plain(values, points), inverse.reshape(-1), axis=0)
 
 
 def roll(daily: np.ndarray, window: int, is_open: np.ndarray | None) -> np.ndarray:
