@@ -50,6 +50,9 @@ class CanonicalState:
     params: dict[str, dict] = field(default_factory=dict)  # edge id -> parameters resolved in natural units
     inputs: dict[str, np.ndarray] = field(default_factory=dict)  # edge id -> parent as the mechanism saw it
     digests: dict[str, str] = field(default_factory=dict)  # "table.column" -> sha256 when it was committed
+    # A committed variable's realised scale as a child sees it, by (name, seen through unit-day means): a
+    # parent of several children is asked once (its columns are frozen, the events fixed once drawn).
+    scales: dict[tuple[str, bool], Scale] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, table: str, name: str) -> np.ndarray:
         return self.tables[table][name]
@@ -135,11 +138,18 @@ class Step:
         v = self.contract.variable(name)
         if v.dtype == "categorical":
             return Scale(mean=0.0, sd=1.0, levels=tuple(v.levels))
+        key = (name, v.grain == "event" and seen_as == "panel")
+        committed = name not in self.outputs.get(table_of(v), {})
+        if committed and key in self.state.scales:
+            return self.state.scales[key]
         values = self.grid_values(name)
-        if v.grain == "event" and seen_as == "panel":
+        if key[1]:
             values = self.grid.align(values, "event", "panel", fill=np.nan)
         sd = float(np.nanstd(values))
-        return Scale(mean=float(np.nanmean(values)), sd=sd if sd > 0 else v.sd, binary=v.dtype == "binary")
+        scale = Scale(mean=float(np.nanmean(values)), sd=sd if sd > 0 else v.sd, binary=v.dtype == "binary")
+        if committed:
+            self.state.scales[key] = scale
+        return scale
 
     def capacity(self) -> np.ndarray:
         return self.state.column("units", self.contract.measures.capacity.name).astype(float)

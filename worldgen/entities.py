@@ -282,9 +282,11 @@ def _parties_for(
     pools: list[_Pool | None] = [None] * (len(regions) + 1)
     chosen = np.zeros(n, dtype=np.int64)
     todo: np.ndarray | None = None  # the events left to do, by row; None: all
+    over: np.ndarray | None = None  # which events were over the cap after the last round
     for round_ in range(rounds):
         if todo is not None:
             todo_pool = pool_of[todo]
+            before = chosen[todo]
         for k in range(len(regions) + 1):
             redo = grouped[bounds[k] : bounds[k + 1]] if todo is None else todo[todo_pool == k]
             if redo.size:
@@ -297,7 +299,8 @@ def _parties_for(
                 chosen[redo] = pools[k].draw(day[redo], luck)
         if round_ == rounds - 1:  # no round left to redraw in: which events are over the cap does not matter
             break
-        todo = np.flatnonzero(_over_cap(chosen, day))
+        over = _over_cap(chosen, day) if todo is None else _over_cap_after(over, chosen, day, todo, before)
+        todo = np.flatnonzero(over)
         if not todo.size:
             break
     return parties["party_id"][chosen]
@@ -353,6 +356,27 @@ def _over_cap(chosen: np.ndarray, day: np.ndarray) -> np.ndarray:
     return over
 
 
+def _over_cap_after(
+    over: np.ndarray, chosen: np.ndarray, day: np.ndarray, redrawn: np.ndarray, before: np.ndarray
+) -> np.ndarray:
+    """`_over_cap(chosen, day)` given `over`, its value before the events `redrawn` (rows) changed party
+    from `before`: only the party-days those events left or joined can change, so only their events are
+    ranked again (a round redraws a few hundred of tens of thousands of events). An event's status depends
+    only on the events of its own party-day before it in row order, and every event of an affected
+    party-day is ranked again, in row order."""
+    if not redrawn.size:
+        return over
+    days = int(day.max(initial=0)) + 1
+    touched = np.concatenate([before * days + day[redrawn], chosen[redrawn] * days + day[redrawn]])
+    party_touched = np.zeros(int(max(chosen.max(initial=0), before.max(initial=0))) + 1, dtype=bool)
+    party_touched[touched // days] = True
+    rows = np.flatnonzero(party_touched[chosen])  # every event of a touched party, then only its touched days
+    rows = rows[np.isin(chosen[rows] * days + day[rows], touched)]
+    over = over.copy()
+    over[rows] = _over_cap(chosen[rows], day[rows])
+    return over
+
+
 def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
     """The stable argsort of non-negative int64 keys (ties in row order), as np.lexsort((arange(n), key))
     gives it. The row number is packed below the key so that every value is distinct and a plain sort,
@@ -382,18 +406,22 @@ class _Pool:
 
 def _uuids(draws: np.ndarray) -> np.ndarray:
     """Version-4-shaped UUIDs from (n, 2) draws of the world's stream (deterministic, never from the OS),
-    built as bytes for the whole column at once."""
+    built as text for the whole column at once: one line of ASCII per UUID, decoded and split in one go
+    (Python makes the n strings far faster that way than by converting a fixed-width array)."""
     n = len(draws)
-    raw = draws.astype(">u8")
-    octets = raw.view(np.uint8).reshape(n, 16)
-    nibbles = np.stack([octets >> 4, octets & 15], axis=2).reshape(n, 32)
+    octets = draws.astype(">u8").view(np.uint8).reshape(n, 16)
+    nibbles = np.empty((n, 32), dtype=np.uint8)
+    np.right_shift(octets, 4, out=nibbles[:, 0::2])
+    np.bitwise_and(octets, 15, out=nibbles[:, 1::2])
     nibbles[:, 12] = 4  # the version
     nibbles[:, 16] = 8 + nibbles[:, 16] % 4  # the variant: 8, 9, a or b
     text = _HEX[nibbles]
-    dash = np.full((n, 1), ord("-"), dtype=np.uint8)
-    parts = [text[:, :8], dash, text[:, 8:12], dash, text[:, 12:16], dash, text[:, 16:20], dash, text[:, 20:]]
-    joined = np.ascontiguousarray(np.hstack(parts))
-    return joined.view("S36").reshape(n).astype("U36").astype(object)
+    lines = np.empty((n, 37), dtype=np.uint8)  # 8-4-4-4-12 hex digits, dashes between, a newline after
+    lines[:, [8, 13, 18, 23]] = ord("-")
+    lines[:, 36] = ord("\n")
+    for start, stop, at in ((0, 8, 0), (8, 12, 9), (12, 16, 14), (16, 20, 19), (20, 32, 24)):
+        lines[:, at : at + stop - start] = text[:, start:stop]
+    return np.array(lines.tobytes().decode("ascii").split("\n")[:-1], dtype=object)
 
 
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)

@@ -12,6 +12,8 @@ sealed, not assumed away).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from contracts.model import Variable
@@ -27,6 +29,12 @@ SPORADIC_SHAPE = 1.5  # and gamma-distributed when it happens
 ANGRY_PART = 0.35
 SCALE_RATIO_GRID = np.geomspace(1e-3, 1e3, 2001)  # geometric ratios to solve a content answer's mean on
 ROLLING_DAILY_NOISE = 2.0  # daily noise of a rolled metric, in NOISE units (the window averages it down)
+# A rating's answer distribution is worked out once per distinct level when there are at least this many
+# rows and an evenly spaced sample of about DISTINCT_SAMPLE of them has at most this share of distinct
+# levels (else sorting out the distinct levels would cost more than it saves; either way gives the same bits).
+DISTINCT_MIN_ROWS = 2000
+DISTINCT_SAMPLE = 1000
+DISTINCT_MAX_SHARE = 0.8
 
 
 def report(
@@ -81,15 +89,44 @@ def _scale(v: Variable, latent: np.ndarray, rng: np.random.Generator) -> np.ndar
     below_top = np.clip(hi - np.nan_to_num(latent, nan=(lo + hi) / 2), 0.01 * points, 0.99 * points)
     angry = ANGRY_PART * below_top / points
     content_mean = (1 - ANGRY_PART) * below_top / (1 - angry)
-    steps = np.arange(points + 1)
-    weights = SCALE_RATIO_GRID[:, None] ** steps[None, :]
-    grid_means = (weights * steps).sum(axis=1) / weights.sum(axis=1)  # rises with the ratio
-    ratio = np.interp(content_mean.ravel(), grid_means, SCALE_RATIO_GRID)
-    cdf = np.cumsum(ratio[:, None] ** steps[None, :], axis=1)
-    u = rng.random(ratio.shape) * cdf[:, -1]
+    flat = content_mean.ravel()
+    cdf = _answer_cdf(flat, points)
+    u = rng.random(flat.shape) * cdf[:, -1]
     drop = (u[:, None] > cdf).sum(axis=1).reshape(latent.shape)
     drop = np.where(rng.random(latent.shape) < angry, points, drop)
     return np.where(np.isnan(latent), np.nan, hi - drop)
+
+
+@functools.cache
+def _grid_means(points: int) -> np.ndarray:
+    """The mean drop below the top of a geometric fall with each ratio of SCALE_RATIO_GRID (rises with it)."""
+    steps = np.arange(points + 1)
+    weights = SCALE_RATIO_GRID[:, None] ** steps[None, :]
+    means = (weights * steps).sum(axis=1) / weights.sum(axis=1)
+    means.flags.writeable = False  # shared by every call
+    return means
+
+
+def _answer_cdf_plain(content_mean: np.ndarray, points: int) -> np.ndarray:
+    """Each row's unnormalised cumulative weights of dropping 0..points below the top, for its content mean."""
+    steps = np.arange(points + 1)
+    ratio = np.interp(content_mean, _grid_means(points), SCALE_RATIO_GRID)
+    return np.cumsum(ratio[:, None] ** steps[None, :], axis=1)
+
+
+def _answer_cdf(content_mean: np.ndarray, points: int) -> np.ndarray:
+    """`_answer_cdf_plain`, computed once per distinct content mean when the values repeat (an event's level
+    often comes from its unit-day's causes, so tens of thousands of rows share a few hundred levels). Each
+    row's result depends on its own value only (the same interpolation, powers and running sum per row), so
+    spreading the distinct rows' results back gives the same bits."""
+    n = len(content_mean)
+    if n < DISTINCT_MIN_ROWS or not np.isfinite(content_mean).all():
+        return _answer_cdf_plain(content_mean, points)
+    sample = content_mean[:: n // DISTINCT_SAMPLE]
+    if len(np.unique(sample)) > DISTINCT_MAX_SHARE * len(sample):  # mostly distinct: sorting would not pay
+        return _answer_cdf_plain(content_mean, points)
+    values, inverse = np.unique(content_mean, return_inverse=True)
+    return np.take(_answer_cdf_plain(values, points), inverse.reshape(-1), axis=0)
 
 
 def roll(daily: np.ndarray, window: int, is_open: np.ndarray | None) -> np.ndarray:
