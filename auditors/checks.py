@@ -20,7 +20,7 @@ from auditors.worldio import World, key_numbers, parse_time, read_observed, read
 from contracts.audit import CheckResult
 from contracts.errors import WorldFormatError
 from contracts.hashing import column_sha256, file_sha256
-from contracts.keys import BASE_TABLE, is_text_key, shown, template
+from contracts.keys import BASE_TABLE, ID_COLUMNS, is_text_key, shown, template
 from contracts.model import Contract, Deliverable
 
 SCHEMA = Path(__file__).resolve().parents[1] / "contracts" / "world_contract.schema.json"
@@ -330,11 +330,29 @@ def _shown(d: Deliverable, c, tables: dict[str, pl.DataFrame], ids: pl.Expr) -> 
     return _replace(ids, source[id_column], source[column])
 
 
+def _shown_on_own_rows(d: Deliverable, c, tables: dict[str, pl.DataFrame]) -> pl.Expr | None:
+    """`_shown(d, c, tables, pl.col(id))` (aliased) where the file's rows are rows of the entity table itself
+    (an events file's event key): each row's id, unique in the table, finds that same row, so the key is
+    the row's own shown column, taken as it is instead of looked up. None in any other case."""
+    table, column = c.source.split(".", 1)
+    shown_table, shown_column = shown(d, c)  # type: ignore[misc]
+    if table != shown_table or table != BASE_TABLE[d.grain] or ID_COLUMNS.get(column) != table:
+        return None
+    if tables[table].is_empty() or not _unique_keys(tables[table][column]):
+        return None  # the plain lookup's dict keeps the last of repeated keys; no keys leave ids' type as is
+    return pl.col(shown_column).alias(c.name)
+
+
+def _unique_keys(keys: pl.Series) -> bool:
+    """No key blank, none repeated (then a lookup by them needs no dict)."""
+    return keys.null_count() == 0 and (_increasing(keys) or not keys.is_duplicated().any())
+
+
 def _replace(ids: pl.Expr, keys: pl.Series, values: pl.Series) -> pl.Expr:
     """ids.replace_strict(dict(zip(keys, values)), return_dtype=values.dtype): the key and value columns
     passed as they are when the keys are unique and present (the dict would hold the same pairs), instead
     of a dict of every row built in Python."""
-    if keys.null_count() == 0 and (_increasing(keys) or not keys.is_duplicated().any()):
+    if _unique_keys(keys):
         return ids.replace_strict(keys, values, return_dtype=values.dtype)
     lookup = dict(zip(keys.to_list(), values.to_list(), strict=True))
     return ids.replace_strict(lookup, return_dtype=values.dtype)
@@ -353,7 +371,8 @@ def _table_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFra
     for c in d.columns:
         table, column = c.source.split(".", 1)
         if shown(d, c) is not None:
-            exprs.append(_shown(d, c, tables, pl.col(column)).alias(c.name))
+            own = _shown_on_own_rows(d, c, tables)
+            exprs.append(own if own is not None else _shown(d, c, tables, pl.col(column)).alias(c.name))
             continue
         if table == "units" and base != "units":
             units = tables["units"]
@@ -441,6 +460,22 @@ def _blank_rows(column: pl.Series, values: np.ndarray, rows, numeric: bool) -> n
 
 
 def _rows(ranges: list[list[int]]) -> np.ndarray:
+    """The rows of [start, end) ranges, in order: `_rows_plain`, in one pass for integer ranges (a record
+    lists hundreds) instead of an arange each."""
+    if not ranges:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        bounds = np.asarray(ranges)
+    except (ValueError, TypeError, OverflowError):
+        bounds = None
+    if bounds is None or bounds.dtype != np.int64 or bounds.ndim != 2 or bounds.shape[1] != 2:
+        return _rows_plain(ranges)
+    starts, lengths = bounds[:, 0], np.maximum(bounds[:, 1] - bounds[:, 0], 0)  # an empty range adds no row
+    before = np.cumsum(lengths) - lengths  # rows of the earlier ranges
+    return np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - before, lengths)
+
+
+def _rows_plain(ranges: list[list[int]]) -> np.ndarray:
     return np.concatenate([np.arange(a, b) for a, b in ranges]) if ranges else np.zeros(0, dtype=np.int64)
 
 
