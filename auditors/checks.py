@@ -19,7 +19,7 @@ import polars as pl
 from auditors.worldio import World, key_numbers, parse_time, read_observed, read_text
 from contracts.audit import CheckResult
 from contracts.errors import WorldFormatError
-from contracts.hashing import column_sha256, file_sha256
+from contracts.hashing import file_sha256, series_sha256
 from contracts.keys import BASE_TABLE, ID_COLUMNS, is_text_key, shown, template
 from contracts.model import Contract, Deliverable
 
@@ -259,7 +259,7 @@ def check_ledger(world: World) -> CheckResult:
             table, column = name.split(".", 1)
             if table not in tables or column not in tables[table].columns:
                 problems.append(f"{name} recorded in the ledger is missing from canonical/")
-            elif column_sha256(tables[table][column].to_numpy()) != digest:
+            elif series_sha256(tables[table][column]) != digest:
                 problems.append(f"canonical {name} does not match its ledger hash")
             produced[name] = digest
     if problems:

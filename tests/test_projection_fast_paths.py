@@ -175,3 +175,24 @@ def test_a_key_on_its_own_rows_is_the_looked_up_key(seed):
             continue
         plain = tables["events"].select(_shown(d, column, tables, pl.col("event_id")).alias("Key"))
         assert tables["events"].select(own).equals(plain)
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_a_series_hash_is_the_column_hash_of_its_values(seed):
+    from contracts.hashing import column_sha256, series_sha256
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 30))
+    texts = ["", "a", "é", "\x1f", "x y", "€", None]
+    kind = seed % 4
+    if kind == 0:
+        series = pl.Series("c", [texts[i] for i in rng.integers(0, len(texts), n)], dtype=pl.String)
+    elif kind == 1:
+        series = pl.Series(
+            "c", [None if rng.random() < 0.2 else int(v) for v in rng.integers(-5, 5, n)], dtype=pl.Int64
+        )
+    elif kind == 2:
+        series = pl.Series("c", [AWKWARD[i] for i in rng.integers(0, len(AWKWARD), n)], dtype=pl.Float64)
+    else:
+        series = pl.Series("c", [None] * n, dtype=pl.String)
+    assert series_sha256(series) == column_sha256(series.to_numpy())
