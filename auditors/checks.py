@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
+import fastjsonschema
 import jsonschema
 import numpy as np
 import polars as pl
@@ -17,8 +19,8 @@ import polars as pl
 from auditors.worldio import World, key_numbers, parse_time, read_observed, read_text
 from contracts.audit import CheckResult
 from contracts.errors import WorldFormatError
-from contracts.hashing import column_sha256, file_sha256
-from contracts.keys import BASE_TABLE, is_text_key, shown, template
+from contracts.hashing import file_sha256, series_sha256
+from contracts.keys import BASE_TABLE, ID_COLUMNS, is_text_key, shown, template
 from contracts.model import Contract, Deliverable
 
 SCHEMA = Path(__file__).resolve().parents[1] / "contracts" / "world_contract.schema.json"
@@ -62,13 +64,107 @@ def _inlined(node, defs: dict, seen: tuple[str, ...] = ()):
 
 ANNOTATIONS = ("description", "title")  # keywords that validate nothing
 
+# The schema's keywords (draft 2020-12, as pydantic writes it) that mean the same in draft 7, the newest draft
+# fastjsonschema compiles, plus `prefixItems`, which `_as_draft7` rewrites. A schema with any other keyword
+# is validated by jsonschema alone.
+DRAFT7_KEYWORDS = {
+    *ANNOTATIONS,
+    *("$id", "$defs", "$ref", "default"),
+    *("type", "enum", "const", "anyOf", "allOf", "oneOf", "not"),
+    *("properties", "required", "additionalProperties"),
+    *("items", "prefixItems", "minItems", "maxItems"),
+    *("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength", "pattern"),
+}
+NAMED_SUBSCHEMAS = ("properties", "$defs")  # keywords whose value maps names (not keywords) to schemas
+
+
+def _as_draft7(node):
+    """The draft 2020-12 schema `node` in draft 7 with the same meaning, or None if it uses a keyword
+    whose meaning this translation does not know to be the same (then only jsonschema validates).
+
+    `prefixItems` (without `items`) is draft 7's array form of `items`; a `$ref` beside anything but
+    annotations would lose its siblings in draft 7 (a reference overrides them there), so it is refused."""
+    if isinstance(node, bool):
+        return node
+    if not isinstance(node, dict) or not set(node) <= DRAFT7_KEYWORDS:
+        return None
+    if "$ref" in node and not set(node) <= {"$ref", "default", *ANNOTATIONS}:
+        return None
+    if "prefixItems" in node and "items" in node:
+        return None
+    out = {}
+    for key, value in node.items():
+        if key in NAMED_SUBSCHEMAS:
+            value = {name: _as_draft7(schema) for name, schema in value.items()}
+            translated = list(value.values())
+        elif key in ("anyOf", "allOf", "oneOf", "prefixItems"):
+            value = translated = [_as_draft7(schema) for schema in value]
+        elif key in ("items", "additionalProperties", "not"):
+            value = _as_draft7(value)
+            translated = [value]
+        else:  # data, annotations, names, patterns and bounds: the same in both drafts
+            translated = []
+        if any(schema is None for schema in translated):
+            return None
+        out["items" if key == "prefixItems" else key] = value
+    return out
+
+
+@functools.cache
+def _fast_contract_check() -> Callable[[dict], bool] | None:
+    """Whether a contract is valid against the schema, by the schema compiled to Python (fastjsonschema,
+    ten times faster than jsonschema); None if the schema does not translate to draft 7 (`_as_draft7`).
+
+    Only its 'valid' is trusted: a contract it rejects is validated again by jsonschema, whose verdict and
+    message the report keeps. It may be stricter, never looser: a pattern's `$` is the end of the text for
+    it, also before a final line break for jsonschema's `re.search`. Formats are not asserted (jsonschema
+    does not by default) and defaults are not filled in (the contract is read, never changed). References
+    stay references (each definition its own function: a failed `anyOf` branch then builds its message
+    from a few local names, not from all of an inlined schema's), and none is ever fetched."""
+    schema = json.loads(SCHEMA.read_text())
+    _contract_validator()  # the schema itself is checked there
+    draft7 = _as_draft7(schema)
+    if draft7 is None:
+        return None
+    validate = fastjsonschema.compile(
+        {**draft7, "$schema": "http://json-schema.org/draft-07/schema#"},
+        handlers={"http": _no_fetch, "https": _no_fetch},
+        use_default=False,
+        use_formats=False,
+    )
+
+    def valid(document: dict) -> bool:
+        try:
+            validate(document)
+        except Exception:  # noqa: BLE001 - anything but a clean pass is left to jsonschema
+            return False
+        return True
+
+    return valid
+
+
+def _no_fetch(uri: str):
+    raise ValueError(f"the contract schema refers to {uri}, which is not fetched")
+
+
+def contract_schema_error(raw: dict) -> str | None:
+    """jsonschema's message for a contract invalid against the schema, None for a valid one; asked only
+    of a contract the compiled schema does not pass."""
+    fast = _fast_contract_check()
+    if fast is not None and fast(raw):
+        return None
+    try:
+        _contract_validator().validate(raw)
+    except jsonschema.ValidationError as exc:
+        return exc.message
+    return None
+
 
 def check_contract(world: World) -> CheckResult:
     """Schema-valid, acyclic, layers equal to longest-path depth (contracts.validate_contract)."""
-    try:
-        _contract_validator().validate(world.raw_contract)
-    except jsonschema.ValidationError as exc:
-        return _bad("contract", f"not valid against the contract schema: {exc.message[:160]}")
+    error = contract_schema_error(world.raw_contract)
+    if error is not None:
+        return _bad("contract", f"not valid against the contract schema: {error[:160]}")
     if world.contract is None:
         return _bad("contract", world.contract_error or "invalid contract")
     c = world.contract
@@ -163,7 +259,7 @@ def check_ledger(world: World) -> CheckResult:
             table, column = name.split(".", 1)
             if table not in tables or column not in tables[table].columns:
                 problems.append(f"{name} recorded in the ledger is missing from canonical/")
-            elif column_sha256(tables[table][column].to_numpy()) != digest:
+            elif series_sha256(tables[table][column]) != digest:
                 problems.append(f"canonical {name} does not match its ledger hash")
             produced[name] = digest
     if problems:
@@ -193,15 +289,17 @@ def check_invariants(world: World) -> CheckResult:
             continue
         match inv.kind:
             case "unique_key":
-                ok = df.select(cols).is_duplicated().sum() == 0
+                ok = _strictly_increasing(df, cols) or df.select(cols).is_duplicated().sum() == 0
             case "foreign_key":
                 ref_table, ref_col = (inv.references or ".").split(".", 1)
                 ok = ref_table in tables and bool(df[inv.column].is_in(tables[ref_table][ref_col].implode()).all())
             case "range":
-                values = df[inv.column].drop_nulls().cast(pl.Float64).drop_nans()
-                ok = values.len() == 0 or (
-                    (inv.min is None or values.min() >= inv.min - 1e-9)
-                    and (inv.max is None or values.max() <= inv.max + 1e-9)
+                values = pl.col(inv.column).drop_nulls().cast(pl.Float64).drop_nans()
+                count, low, high = df.select(
+                    values.len().alias("n"), values.min().alias("lo"), values.max().alias("hi")
+                ).row(0)  # one pass
+                ok = count == 0 or (
+                    (inv.min is None or low >= inv.min - 1e-9) and (inv.max is None or high <= inv.max + 1e-9)
                 )
             case "conservation":
                 counts = tables["events"].group_by(["unit_id", "day"]).len()
@@ -214,6 +312,19 @@ def check_invariants(world: World) -> CheckResult:
     if failed:
         return _bad("invariants", f"{len(failed)} invariant(s) violated in X: {', '.join(failed[:5])}", failed)
     return _ok("invariants", f"all {len(contract.invariants)} invariants hold in X")
+
+
+def _strictly_increasing(df: pl.DataFrame, cols: list[str]) -> bool:
+    """Whether the rows' integer keys `cols` strictly increase (in the order of `cols`), so none repeats: a
+    table written in key order is seen unique in one pass instead of hashing every key. False for any
+    other table (the caller then looks for repeats), for keys that are not integers, and for blank keys."""
+    if df.height < 2 or not all(df.schema[c].is_integer() for c in cols):
+        return False
+    later, tied = pl.lit(False), pl.lit(True)  # row i vs row i-1: greater on the columns so far / equal on them
+    for c in cols:
+        step = pl.col(c).diff()
+        later, tied = later | (tied & (step > 0)), tied & (step == 0)
+    return bool(df.select(later.slice(1).all(ignore_nulls=False)).item())
 
 
 # --- projection: undo the recorded defects on E and compare with the projection of X ------------------
@@ -234,11 +345,29 @@ def _shown(d: Deliverable, c, tables: dict[str, pl.DataFrame], ids: pl.Expr) -> 
     return _replace(ids, source[id_column], source[column])
 
 
+def _shown_on_own_rows(d: Deliverable, c, tables: dict[str, pl.DataFrame]) -> pl.Expr | None:
+    """`_shown(d, c, tables, pl.col(id))` (aliased) where the file's rows are rows of the entity table itself
+    (an events file's event key): each row's id, unique in the table, finds that same row, so the key is
+    the row's own shown column, taken as it is instead of looked up. None in any other case."""
+    table, column = c.source.split(".", 1)
+    shown_table, shown_column = shown(d, c)  # type: ignore[misc]
+    if table != shown_table or table != BASE_TABLE[d.grain] or ID_COLUMNS.get(column) != table:
+        return None
+    if tables[table].is_empty() or not _unique_keys(tables[table][column]):
+        return None  # the plain lookup's dict keeps the last of repeated keys; no keys leave ids' type as is
+    return pl.col(shown_column).alias(c.name)
+
+
+def _unique_keys(keys: pl.Series) -> bool:
+    """No key blank, none repeated (then a lookup by them needs no dict)."""
+    return keys.null_count() == 0 and (_increasing(keys) or not keys.is_duplicated().any())
+
+
 def _replace(ids: pl.Expr, keys: pl.Series, values: pl.Series) -> pl.Expr:
     """ids.replace_strict(dict(zip(keys, values)), return_dtype=values.dtype): the key and value columns
     passed as they are when the keys are unique and present (the dict would hold the same pairs), instead
     of a dict of every row built in Python."""
-    if keys.null_count() == 0 and (_increasing(keys) or not keys.is_duplicated().any()):
+    if _unique_keys(keys):
         return ids.replace_strict(keys, values, return_dtype=values.dtype)
     lookup = dict(zip(keys.to_list(), values.to_list(), strict=True))
     return ids.replace_strict(lookup, return_dtype=values.dtype)
@@ -257,7 +386,8 @@ def _table_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFra
     for c in d.columns:
         table, column = c.source.split(".", 1)
         if shown(d, c) is not None:
-            exprs.append(_shown(d, c, tables, pl.col(column)).alias(c.name))
+            own = _shown_on_own_rows(d, c, tables)
+            exprs.append(own if own is not None else _shown(d, c, tables, pl.col(column)).alias(c.name))
             continue
         if table == "units" and base != "units":
             units = tables["units"]
@@ -345,6 +475,22 @@ def _blank_rows(column: pl.Series, values: np.ndarray, rows, numeric: bool) -> n
 
 
 def _rows(ranges: list[list[int]]) -> np.ndarray:
+    """The rows of [start, end) ranges, in order: `_rows_plain`, in one pass for integer ranges (a record
+    lists hundreds) instead of an arange each."""
+    if not ranges:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        bounds = np.asarray(ranges)
+    except (ValueError, TypeError, OverflowError):
+        bounds = None
+    if bounds is None or bounds.dtype != np.int64 or bounds.ndim != 2 or bounds.shape[1] != 2:
+        return _rows_plain(ranges)
+    starts, lengths = bounds[:, 0], np.maximum(bounds[:, 1] - bounds[:, 0], 0)  # an empty range adds no row
+    before = np.cumsum(lengths) - lengths  # rows of the earlier ranges
+    return np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - before, lengths)
+
+
+def _rows_plain(ranges: list[list[int]]) -> np.ndarray:
     return np.concatenate([np.arange(a, b) for a, b in ranges]) if ranges else np.zeros(0, dtype=np.int64)
 
 

@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
 
 def column_sha256(values: np.ndarray) -> str:
@@ -24,6 +25,16 @@ def column_sha256(values: np.ndarray) -> str:
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
         h.update(f"{arr.dtype.kind}{arr.dtype.itemsize}:".encode())
         h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def series_sha256(series: pl.Series) -> str:
+    """`column_sha256(series.to_numpy())`; a text column is joined by polars (blanks as empty texts, as
+    `column_sha256` writes them) instead of through a Python object per value."""
+    if series.dtype != pl.String:
+        return column_sha256(series.to_numpy())
+    h = hashlib.sha256(b"str:")
+    h.update(series.fill_null("").str.join("\x1f").item().encode())
     return h.hexdigest()
 
 

@@ -121,3 +121,78 @@ def test_undo_of_blanks_refuses_a_row_holding_a_value():
         undo(frame, [{"kind": "missing", "column": "v", "rows": [1, 3], "values": [2.0, 3.0]}])
     with pytest.raises(pl.exceptions.OutOfBoundsError):
         undo(frame, [{"kind": "missing", "column": "v", "rows": [1, 4], "values": [2.0, 3.0]}])
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_rows_of_ranges_are_the_concatenated_aranges(seed):
+    from auditors.checks import _rows, _rows_plain
+
+    rng = np.random.default_rng(seed)
+    ranges = [[int(a), int(b)] for a, b in rng.integers(-3, 30, (rng.integers(0, 8), 2))]
+    got, want = _rows(ranges), _rows_plain(ranges)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_rows_of_ranges_that_are_not_integer_pairs_are_the_plain_ones():
+    from auditors.checks import _rows, _rows_plain
+
+    for ranges in ([[1.5, 3]], [[0, 0]], [[5, 2], [0, 1]], [[2**70, 2**70 + 2]], [[1, 2, 3]], [[1, 2], [3]]):
+        assert outcome(lambda r=ranges: _rows(r).tolist()) == outcome(lambda r=ranges: _rows_plain(r).tolist())
+
+
+def outcome(fn):
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_a_key_on_its_own_rows_is_the_looked_up_key(seed):
+    """An entity file's key column taken from its own rows equals the lookup by id (ids unique or not)."""
+    from auditors.checks import _shown, _shown_on_own_rows
+    from contracts.model import Deliverable, DeliveredColumn
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    ids = rng.permutation(n * 2)[:n] if seed % 3 else rng.integers(0, n, n)  # unique, or (often) repeated
+    events = pl.DataFrame(
+        {
+            "event_id": ids.astype(np.int64),
+            "code": [f"E{k}" for k in rng.integers(0, 1000, n)],
+            "uuid": [None if rng.random() < 0.1 else f"u{k}" for k in range(n)],
+        }
+    )
+    tables = {"events": events.sample(fraction=0.7, seed=seed) if seed % 2 else events}
+    if seed % 10 == 0:
+        tables["events"] = events.clear()
+    for fmt, grain in [("{P}{n:05d}", "events"), ("uuid", "events"), ("uuid", "event_detail")]:
+        column = DeliveredColumn(name="Key", source="events.event_id", format=fmt)
+        d = Deliverable(file="f.csv", system="s", format="csv", grain=grain, source_tables=["events"], columns=[column])
+        own = _shown_on_own_rows(d, column, tables)
+        if own is None:
+            assert tables["events"].is_empty() or tables["events"]["event_id"].is_duplicated().any()
+            continue
+        plain = tables["events"].select(_shown(d, column, tables, pl.col("event_id")).alias("Key"))
+        assert tables["events"].select(own).equals(plain)
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_a_series_hash_is_the_column_hash_of_its_values(seed):
+    from contracts.hashing import column_sha256, series_sha256
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 30))
+    texts = ["", "a", "é", "\x1f", "x y", "€", None]
+    kind = seed % 4
+    if kind == 0:
+        series = pl.Series("c", [texts[i] for i in rng.integers(0, len(texts), n)], dtype=pl.String)
+    elif kind == 1:
+        series = pl.Series(
+            "c", [None if rng.random() < 0.2 else int(v) for v in rng.integers(-5, 5, n)], dtype=pl.Int64
+        )
+    elif kind == 2:
+        series = pl.Series("c", [AWKWARD[i] for i in rng.integers(0, len(AWKWARD), n)], dtype=pl.Float64)
+    else:
+        series = pl.Series("c", [None] * n, dtype=pl.String)
+    assert series_sha256(series) == column_sha256(series.to_numpy())
