@@ -20,7 +20,18 @@ import polars as pl
 
 from contracts.errors import ContractError, WorldFormatError
 from contracts.model import DATE_STYLES, SCHEMA_VERSION, TIME_SUFFIX, Contract, Deliverable, load_contract
-from contracts.safeio import MIB, is_plain_relative, iter_jsonl, kind_of, loads, one_line, read_bytes, read_json
+from contracts.safeio import (
+    MAX_DEPTH,
+    MIB,
+    is_plain_relative,
+    iter_jsonl,
+    json_depth,
+    kind_of,
+    loads,
+    one_line,
+    read_bytes,
+    read_json,
+)
 
 REQUIRED = ("world.json", "contract.json", "ledger.jsonl", "projection.json", "canonical", "observed")
 # Limits on what the auditor reads from a world that may not be ours. Our largest (--size large) world has
@@ -357,6 +368,7 @@ def read_ndjson(path: Path) -> pl.DataFrame:
         data = path.read_bytes()
     except OSError:
         data = b""
+    _check_ndjson_depth(data, path)
     ends = _sample_ends(data, b"\n")
     if ends is not None:
         try:
@@ -369,6 +381,17 @@ def read_ndjson(path: Path) -> pl.DataFrame:
         if frame is not None and _writes_back(frame, data, ndjson=True):
             return frame
     return pl.read_ndjson(path, infer_schema_length=None)
+
+
+def _check_ndjson_depth(data: bytes, path: Path) -> None:
+    """Refuse lines nested deeper than MAX_DEPTH before polars sees them: its NDJSON type inference takes
+    seconds on a line 300 deep and minutes on one 1000 deep. Flat records (no `[`, one `{` a line, the
+    generator's own files) are not scanned; any other file is, bracket by bracket outside strings."""
+    if b"[" not in data and data.count(b"{") - data.count(b"\n{") <= 1:
+        return
+    depth = json_depth(data)
+    if depth > MAX_DEPTH:
+        raise WorldFormatError(f"{one_line(path.name)}: JSON nested {depth} levels deep, over the limit of {MAX_DEPTH}")
 
 
 CSV_SAMPLE = 64  # values of a column tried first: one that reads as text makes the whole column text

@@ -14,7 +14,7 @@ import pytest
 
 from auditors.worldio import JSON_SAMPLE, read_json_envelope, read_json_records, read_ndjson
 from contracts.errors import WorldFormatError
-from contracts.safeio import loads
+from contracts.safeio import MAX_DEPTH, json_depth, loads
 
 LONG = 3 * JSON_SAMPLE  # past the sampled first and last records
 
@@ -174,6 +174,12 @@ def test_float_text_round_trips():
 
 
 def _check_ndjson(path) -> None:
+    """read_ndjson reads a file as polars does, or refuses it as polars does (the same error), except one
+    nested deeper than MAX_DEPTH, which it refuses before polars sees it."""
+    if path.exists() and json_depth(path.read_bytes()) > MAX_DEPTH:
+        with pytest.raises(WorldFormatError, match="levels deep, over the limit"):
+            read_ndjson(path)
+        return
     try:
         expected = pl.read_ndjson(path, infer_schema_length=None)
     except Exception as exc:  # noqa: BLE001
@@ -244,3 +250,29 @@ def test_deep_nesting_never_reaches_polars(monkeypatch, records):
     with pytest.raises(WorldFormatError, match="nested"):
         read_json_envelope(data, "observed/deep.json")
     assert not calls, "polars' JSON reader was given a deeply nested document"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b'{"a":' * 1000 + b"1" + b"}" * 1000, b'{"a":' + b"[" * 1000 + b"]" * 1000 + b"}"],
+    ids=["objects", "arrays"],
+)
+def test_deep_ndjson_never_reaches_polars(monkeypatch, tmp_path, line):
+    """NDJSON lines a thousand deep keep polars' type inference busy for minutes: refused before polars."""
+    import auditors.worldio as worldio
+
+    calls = []
+    monkeypatch.setattr(worldio.pl, "read_ndjson", lambda *args, **kwargs: calls.append(args) or pl.DataFrame())
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(b'{"a":1}\n' + line + b"\n")
+    with pytest.raises(WorldFormatError, match=r"nested 10\d\d levels deep"):
+        read_ndjson(path)
+    assert not calls, "polars' NDJSON reader was given a deeply nested file"
+
+
+def test_ndjson_with_brackets_in_text_or_shallow_nesting_reads_as_before(tmp_path):
+    """The depth scan only refuses: a string holding braces, or records nested a few levels, read as polars
+    reads them."""
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a":"{[x]}","b":{"c":[3]}}\n{"a":"}","b":{"c":[1,2]}}\n')
+    assert read_ndjson(path).equals(pl.read_ndjson(path, infer_schema_length=None))
