@@ -345,12 +345,16 @@ class ChildModel:
             # One extra column per candidate: its explained variance is (f.ry)^2 / (f.f - |Q'f|^2), since ry is
             # already orthogonal to Q; one matrix product scores every candidate at once.
             if blocks is None:
+                # Sums over groups of rows decide when no other candidate comes within their error bound of
+                # the best; otherwise the plain sums below do.
+                grouped = estimator.grouped_sums(self, e, cands, idx, q, ry)
+                best = decided_best(*grouped) if grouped is not None else None
+                if best is not None:
+                    return float(cands[best])
                 fry, qf, ff = estimator.sums(self, e, cands, idx, q, ry)
             else:
                 fry, qf, ff = projections(np.column_stack([b[idx, 0] for b in blocks]), q, ry)
-            denom = ff - np.einsum("ij,ij->j", qf, qf)
-            scores = np.where(denom > 1e-12, fry**2 / np.maximum(denom, 1e-12), -np.inf)
-            return float(cands[int(np.argmax(scores))])
+            return float(cands[best_candidate(fry, qf, ff)])
         best, best_score = self.theta[e.parent], -np.inf
         for cand, block in zip(cands, blocks, strict=True):  # blocks is set here: a fast scan has one column
             f = block[idx]
@@ -360,6 +364,46 @@ class ChildModel:
             if score > best_score:
                 best, best_score = float(cand), score
         return best
+
+
+def best_candidate(fry: np.ndarray, qf: np.ndarray, ff: np.ndarray) -> int:
+    """The candidate whose column explains the most variance beyond Q: (f.ry)^2 / (f.f - |Q'f|^2), since ry
+    is already orthogonal to Q (the first of equal scores; none if no column varies beyond Q)."""
+    denom = ff - np.einsum("ij,ij->j", qf, qf)
+    scores = np.where(denom > MIN_VARIANCE, fry**2 / np.maximum(denom, MIN_VARIANCE), -np.inf)
+    return int(np.argmax(scores))
+
+
+MIN_VARIANCE = 1e-12  # a column varying less than this beyond the other features is not scored
+EPS = float(np.finfo(float).eps)
+
+
+# size: the sums and their bounds, as `grouped_sums` gives them
+def decided_best(
+    fry: np.ndarray, qf: np.ndarray, ff: np.ndarray, fry_error: np.ndarray, qf_error: np.ndarray, ff_error: np.ndarray
+) -> int | None:
+    """`best_candidate` of sums that may each be off by their error bound (entry by entry, the same shapes),
+    when no sums within those bounds could make it pick another candidate; None otherwise (a near-tie, or a
+    column near the cut: the exact sums must decide)."""
+    if not all(np.isfinite(a).all() for a in (fry, qf, ff, fry_error, qf_error, ff_error)):
+        return None
+    squares = np.einsum("ij,ij->j", qf, qf)
+    denom = ff - squares
+    # |Q'f|^2 moves by 2|qf| e + e^2 per entry; each side rounds its own k + 1 additions and its subtraction.
+    denom_error = ff_error + np.sum(2.0 * np.abs(qf) * qf_error + qf_error**2, axis=0)
+    denom_error += 4.0 * (qf.shape[0] + 2) * EPS * (np.abs(ff) + squares)
+    if np.any(np.abs(denom - MIN_VARIANCE) <= denom_error):
+        return None
+    varies = denom > MIN_VARIANCE
+    if not varies.any():
+        return 0  # every score is -inf: argmax picks the first
+    # Where a column varies, its denominator lies above MIN_VARIANCE + denom_error: each side's is positive.
+    low_denom, high_denom = np.where(varies, denom - denom_error, 1.0), np.where(varies, denom + denom_error, 1.0)
+    low = np.where(varies, np.maximum(np.abs(fry) - fry_error, 0.0) ** 2 / high_denom * (1.0 - 8.0 * EPS), -np.inf)
+    high = np.where(varies, (np.abs(fry) + fry_error) ** 2 / low_denom * (1.0 + 8.0 * EPS), -np.inf)
+    best = int(np.argmax(np.where(varies, fry**2 / np.where(varies, denom, 1.0), -np.inf)))
+    rivals = np.delete(high, best)
+    return best if len(rivals) == 0 or low[best] > rivals.max() else None
 
 
 def _at_bound(y: np.ndarray, bound: float) -> np.ndarray:
