@@ -284,10 +284,50 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
         if clean:
             detail = detail.unique(subset=["event_id"], keep="first", maintain_order=True)
             for column in [c for c in detail.columns if c in event_vars]:
-                dated = detail.join(events.select("event_id", "day"), on="event_id")
-                detail = repair_unit_drift(dated, column, units_of[column]).drop("day")
-        events = events.join(detail, on="event_id", how="left")
+                detail = repair_unit_drift(_dated(detail, events), column, units_of[column]).drop("day")
+        events = _with_detail(events, detail)
     return events.select("event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns])
+
+
+def _dated(detail: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """detail.join(events.select("event_id", "day"), on="event_id"): the detail rows of known events, in their
+    order, with the event's day (read by position where the events' ids are distinct 64-bit integers)."""
+    at = row_of(detail["event_id"], events["event_id"]) if "day" not in detail.columns else None
+    if at is None:
+        return detail.join(events.select("event_id", "day"), on="event_id")
+    known = at >= 0
+    return detail.filter(pl.Series(known)).with_columns(events["day"].gather(at[known]))
+
+
+def _with_detail(events: pl.DataFrame, detail: pl.DataFrame) -> pl.DataFrame:
+    """events.join(detail, on="event_id", how="left"): each event's detail row gathered by position (null where
+    it has none) where the detail's ids are distinct 64-bit integers and no column would be suffixed."""
+    names = [c for c in detail.columns if c != "event_id"]
+    at = row_of(events["event_id"], detail["event_id"]) if not any(c in events.columns for c in names) else None
+    if at is None:
+        return events.join(detail, on="event_id", how="left")
+    rows = pl.Series(at).set(pl.Series(at < 0), None)
+    return events.hstack([detail[c].gather(rows) for c in names])
+
+
+def row_of(keys: pl.Series, ids: pl.Series) -> np.ndarray | None:
+    """Each key's row in `ids` (-1 where it has none, or is null), when both are Int64 and the ids are distinct
+    and not null (an equi-join's matches, one at most per key); None otherwise."""
+    if keys.dtype != pl.Int64 or ids.dtype != pl.Int64 or ids.null_count():
+        return None
+    table = ids.to_numpy()
+    order = None if np.all(table[1:] > table[:-1]) else np.argsort(table, kind="stable")
+    ordered = table if order is None else table[order]
+    if np.any(ordered[1:] == ordered[:-1]):  # an id twice: a join repeats its keys' rows
+        return None
+    known = keys.is_not_null().to_numpy()
+    wanted = keys.fill_null(0).to_numpy()
+    if len(ordered) == 0:
+        return np.full(len(wanted), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+    found = known & (ordered[at] == wanted)
+    rows = at if order is None else order[at]
+    return np.where(found, rows, -1)
 
 
 # size: the panel is assembled from every kind of file an analysis has already read

@@ -13,7 +13,9 @@ from auditors.dataset import (
     FACTOR_MATCH,
     FACTORS_BY_UNIT,
     Dataset,
+    _dated,
     _known_factor,
+    _with_detail,
     _with_event_means,
     first_per_unit_day,
     group_means,
@@ -21,6 +23,7 @@ from auditors.dataset import (
     joined_grid,
     known_factors,
     open_grid,
+    row_of,
     sorted_unique,
 )
 from auditors.estimate import (
@@ -390,3 +393,30 @@ def test_a_daily_file_joined_on_the_grid_is_the_join(seed, nulls):
     assert join_on_grid(grid, frame.rename({"x": "open"}), (units, periods)) is None
     assert join_on_grid(grid, frame.with_columns(pl.col("unit_id").cast(pl.String)), (units, periods)) is None
     assert join_on_grid(grid, frame, None) is None
+
+
+@pytest.mark.parametrize("sorted_ids", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_event_detail_by_position_is_the_join(seed, sorted_ids):
+    rng = np.random.default_rng(seed)
+    ids = rng.choice(5000, 900, replace=False)
+    events = pl.DataFrame(
+        {"event_id": np.sort(ids), "day": rng.integers(0, 90, 900), "amount": rng.normal(size=900)},
+        schema={"event_id": pl.Int64, "day": pl.Int64, "amount": pl.Float64},
+    )
+    events = events.with_columns(events["event_id"].scatter([3, 17], None))  # events without an id match nothing
+    detail_ids = rng.choice(np.concatenate([ids, rng.choice(np.arange(5000, 6000), 100)]), 700, replace=False)
+    detail = pl.DataFrame(
+        {"event_id": np.sort(detail_ids) if sorted_ids else detail_ids, "score": rng.integers(1, 6, 700)},
+        schema={"event_id": pl.Int64, "score": pl.Int64},
+    )
+    assert _with_detail(events, detail).equals(
+        events.join(detail, on="event_id", how="left", maintain_order="left"), null_equal=True
+    )
+    assert _dated(detail, events.drop_nulls("event_id")).equals(
+        detail.join(events.select("event_id", "day"), on="event_id", maintain_order="left"), null_equal=True
+    )
+    # An id twice or string ids: the join itself.
+    assert row_of(events["event_id"], pl.concat([detail, detail.head(1)])["event_id"]) is None
+    assert row_of(events["event_id"].cast(pl.String), detail["event_id"].cast(pl.String)) is None
+    assert np.array_equal(row_of(events["event_id"], detail["event_id"].clear()), np.full(events.height, -1))
