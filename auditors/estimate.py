@@ -278,7 +278,9 @@ class ChildModel:
                 ok &= self.finite(e)
         return ok
 
-    def fit(self) -> ChildFit:
+    def fit(self, contributions: bool = True) -> ChildFit:
+        """The fitted model; each parent's contribution per row too unless `contributions` is False (only an
+        attribution reads them)."""
         scanned = [e for e in self.edges if ESTIMATORS[e.kind].scans]
         for e in scanned:
             estimator = ESTIMATORS[e.kind]
@@ -309,7 +311,8 @@ class ChildModel:
             b = coef[start : start + block.shape[1]]
             start += block.shape[1]
             estimator = ESTIMATORS[e.kind]
-            result.contributions[e.parent] = block[covered] @ b
+            if contributions:
+                result.contributions[e.parent] = block[covered] @ b
             result.statistics[f"{e.parent}->{e.child}"] = estimator.statistic(self, e, b, self.theta.get(e.parent))
             if estimator.directed:
                 result.directions[f"{e.parent}->{e.child}"] = float(np.sign(b[0]))
@@ -443,13 +446,13 @@ def calendar_columns(contract: Contract, day: np.ndarray) -> np.ndarray:
     return np.column_stack(columns) if columns else np.zeros((len(day), 0))
 
 
-def fit_child(ds: Dataset, contract: Contract, child: str) -> ChildFit:
+def fit_child(ds: Dataset, contract: Contract, child: str, contributions: bool = True) -> ChildFit:
     parents = sorted(
         {e.parent for e in contract.edges if e.child == child}
         | {e.params["moderator"] for e in contract.edges if e.child == child and e.kind == "interaction"}
     )
     rows = build_rows(ds, contract, child, parents)
-    return ChildModel(contract, child, rows).fit()
+    return ChildModel(contract, child, rows).fit(contributions)
 
 
 def _period_frame(
@@ -518,10 +521,11 @@ def recover_phenomena(ds: Dataset, contract: Contract, kinds: set[str] | None = 
     fits: dict[str, ChildFit] = {}
     wanted = [ph for ph in contract.phenomena if kinds is None or ph.kind in kinds]
     needed = {ph.edge.split("->")[1] for ph in wanted if ph.kind == "edge_effect" and ph.edge}
-    needed |= {ph.variables[1] for ph in wanted if ph.kind == "attribution"}
+    attributed = {ph.variables[1] for ph in wanted if ph.kind == "attribution"}
+    needed |= attributed
     for child in sorted(needed):
         try:
-            fits[child] = fit_child(ds, contract, child)
+            fits[child] = fit_child(ds, contract, child, contributions=child in attributed)
         except (np.linalg.LinAlgError, ValueError, KeyError):
             fits[child] = ChildFit()
     found = Recovery()

@@ -119,3 +119,11 @@ def test_the_child_model_with_a_count_parent_fits_what_the_plain_model_fits(seed
     assert got.statistics == want.statistics
     for parent, contribution in want.contributions.items():
         assert np.array_equal(got.contributions[parent], contribution, equal_nan=True), parent
+
+
+def test_a_fit_without_contributions_finds_the_same_statistics():
+    contract, rows = _random_child(0, rolling=False)
+    full, bare = ChildModel(contract, "y", rows).fit(), ChildModel(contract, "y", rows).fit(contributions=False)
+    assert full.contributions and not bare.contributions
+    assert (bare.statistics, bare.directions) == (full.statistics, full.directions)
+    assert np.array_equal(bare.day, full.day)
