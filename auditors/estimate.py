@@ -87,7 +87,8 @@ class _Aligned:
                 base = base.filter(pl.col("unit_id").is_in(list(self.index)))
             uidx = _positions(self.unit_ids, base["unit_id"].to_numpy())
             keep = uidx >= 0
-            base, uidx = base.filter(pl.Series(keep)), uidx[keep]
+            if not keep.all():  # (every row kept: the frame itself)
+                base, uidx = base.filter(pl.Series(keep)), uidx[keep]
             day = base["day"].to_numpy() if "day" in base.columns else np.zeros(base.height, dtype=np.int64)
             self._bases[grain] = (base, uidx, day)
         return self._bases[grain]
@@ -162,11 +163,22 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
 
 def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Each id's position in sorted_ids, -1 where it is missing (or null)."""
+    if _exact_as_float(sorted_ids) and _exact_as_float(ids):
+        # Integers (no null: a null unit reads as NaN) that floats hold exactly: compared as integers, the
+        # same order and the same matches as compared as floats, without converting them.
+        at = np.clip(np.searchsorted(sorted_ids, ids), 0, max(len(sorted_ids) - 1, 0))
+        return np.where((sorted_ids[at] == ids) if len(sorted_ids) else False, at, -1)
     ids = np.asarray(ids, dtype=float)  # a null unit reads as NaN
     at = np.clip(np.searchsorted(sorted_ids, ids), 0, max(len(sorted_ids) - 1, 0))
     found = (len(sorted_ids) > 0) & np.isfinite(ids)
     found &= sorted_ids[at] == ids if len(sorted_ids) else False
     return np.where(found, at, -1)
+
+
+def _exact_as_float(values: np.ndarray) -> bool:
+    """Whether an array is of integers that a float holds exactly (|v| <= 2**53)."""
+    values = np.asarray(values)
+    return values.dtype.kind in "iu" and (len(values) == 0 or max(-int(values.min()), int(values.max())) <= 1 << 53)
 
 
 def roll(values: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:

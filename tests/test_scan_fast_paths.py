@@ -127,3 +127,22 @@ def test_a_fit_without_contributions_finds_the_same_statistics():
     assert full.contributions and not bare.contributions
     assert (bare.statistics, bare.directions) == (full.statistics, full.directions)
     assert np.array_equal(bare.day, full.day)
+
+
+def _positions_as_floats(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    ids = np.asarray(ids, dtype=float)
+    at = np.clip(np.searchsorted(sorted_ids, ids), 0, max(len(sorted_ids) - 1, 0))
+    found = (len(sorted_ids) > 0) & np.isfinite(ids)
+    found &= sorted_ids[at] == ids if len(sorted_ids) else False
+    return np.where(found, at, -1)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_unit_positions_of_integer_ids_are_those_of_their_floats(seed):
+    rng = np.random.default_rng(seed)
+    sorted_ids = np.unique(rng.integers(-50, 500, 120))
+    ids = rng.integers(-60, 520, 3000)  # some missing, some beyond either end
+    for known, asked in ((sorted_ids, ids), (sorted_ids[:1], ids), (sorted_ids[:0], ids), (sorted_ids, ids[:0])):
+        assert np.array_equal(estimate._positions(known, asked), _positions_as_floats(known, asked))
+    with_nulls = np.where(rng.random(3000) < 0.1, np.nan, ids.astype(float))  # nulls: the float comparison
+    assert np.array_equal(estimate._positions(sorted_ids, with_nulls), _positions_as_floats(sorted_ids, with_nulls))
