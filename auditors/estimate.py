@@ -64,7 +64,7 @@ class _Aligned:
         self.unit_ids = ds.panel["unit_id"].unique().sort().to_numpy()
         self.periods = contract.timeline.periods
         self.index = {int(u): i for i, u in enumerate(self.unit_ids)}
-        self.panel_sorted = ds.panel.sort("unit_id", "day")
+        self.panel_sorted = ds.panel if _in_key_order(ds.panel) else ds.panel.sort("unit_id", "day")
         self.unit_lookup = np.full(len(self.unit_ids), -1)
         for row, u in enumerate(self.units["unit_id"].to_list()):
             if u in self.index:
@@ -173,6 +173,16 @@ def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     found = (len(sorted_ids) > 0) & np.isfinite(ids)
     found &= sorted_ids[at] == ids if len(sorted_ids) else False
     return np.where(found, at, -1)
+
+
+def _in_key_order(panel: pl.DataFrame) -> bool:
+    """Whether a panel's rows are already in strictly increasing (unit_id, day) order, keys not null: then
+    sorting by them (a grid built in that order) leaves every row where it is."""
+    unit, day = panel["unit_id"], panel["day"]
+    if unit.null_count() or day.null_count() or not unit.dtype.is_integer() or not day.dtype.is_integer():
+        return False
+    unit, day = unit.to_numpy(), day.to_numpy()
+    return bool(np.all((unit[1:] > unit[:-1]) | ((unit[1:] == unit[:-1]) & (day[1:] > day[:-1]))))
 
 
 def _exact_as_float(values: np.ndarray) -> bool:

@@ -5,6 +5,7 @@ values is the plain scan's choice whenever it decides, and defers (None) on a ne
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 
 from auditors import estimate
@@ -146,3 +147,13 @@ def test_unit_positions_of_integer_ids_are_those_of_their_floats(seed):
         assert np.array_equal(estimate._positions(known, asked), _positions_as_floats(known, asked))
     with_nulls = np.where(rng.random(3000) < 0.1, np.nan, ids.astype(float))  # nulls: the float comparison
     assert np.array_equal(estimate._positions(sorted_ids, with_nulls), _positions_as_floats(sorted_ids, with_nulls))
+
+
+def test_a_panel_in_key_order_is_its_own_sort():
+    rng = np.random.default_rng(4)
+    grid = pl.DataFrame({"unit_id": np.repeat([2, 5, 9], 4), "day": np.tile(np.arange(4), 3), "x": rng.normal(size=12)})
+    assert estimate._in_key_order(grid) and grid.sort("unit_id", "day").equals(grid)
+    for shuffled in (grid.reverse(), grid.sample(fraction=1.0, shuffle=True, seed=1), pl.concat([grid, grid.tail(1)])):
+        assert not estimate._in_key_order(shuffled)  # out of order, or a key twice
+    assert not estimate._in_key_order(grid.with_columns(pl.col("day").cast(pl.Float64)))
+    assert not estimate._in_key_order(grid.with_columns(grid["day"].scatter([5], None)))
