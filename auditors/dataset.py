@@ -284,10 +284,50 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
         if clean:
             detail = detail.unique(subset=["event_id"], keep="first", maintain_order=True)
             for column in [c for c in detail.columns if c in event_vars]:
-                dated = detail.join(events.select("event_id", "day"), on="event_id")
-                detail = repair_unit_drift(dated, column, units_of[column]).drop("day")
-        events = events.join(detail, on="event_id", how="left")
+                detail = repair_unit_drift(_dated(detail, events), column, units_of[column]).drop("day")
+        events = _with_detail(events, detail)
     return events.select("event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns])
+
+
+def _dated(detail: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """detail.join(events.select("event_id", "day"), on="event_id"): the detail rows of known events, in their
+    order, with the event's day (read by position where the events' ids are distinct 64-bit integers)."""
+    at = row_of(detail["event_id"], events["event_id"]) if "day" not in detail.columns else None
+    if at is None:
+        return detail.join(events.select("event_id", "day"), on="event_id")
+    known = at >= 0
+    return detail.filter(pl.Series(known)).with_columns(events["day"].gather(at[known]))
+
+
+def _with_detail(events: pl.DataFrame, detail: pl.DataFrame) -> pl.DataFrame:
+    """events.join(detail, on="event_id", how="left"): each event's detail row gathered by position (null where
+    it has none) where the detail's ids are distinct 64-bit integers and no column would be suffixed."""
+    names = [c for c in detail.columns if c != "event_id"]
+    at = row_of(events["event_id"], detail["event_id"]) if not any(c in events.columns for c in names) else None
+    if at is None:
+        return events.join(detail, on="event_id", how="left")
+    rows = pl.Series(at).set(pl.Series(at < 0), None)
+    return events.hstack([detail[c].gather(rows) for c in names])
+
+
+def row_of(keys: pl.Series, ids: pl.Series) -> np.ndarray | None:
+    """Each key's row in `ids` (-1 where it has none, or is null), when both are Int64 and the ids are distinct
+    and not null (an equi-join's matches, one at most per key); None otherwise."""
+    if keys.dtype != pl.Int64 or ids.dtype != pl.Int64 or ids.null_count():
+        return None
+    table = ids.to_numpy()
+    order = None if np.all(table[1:] > table[:-1]) else np.argsort(table, kind="stable")
+    ordered = table if order is None else table[order]
+    if np.any(ordered[1:] == ordered[:-1]):  # an id twice: a join repeats its keys' rows
+        return None
+    known = keys.is_not_null().to_numpy()
+    wanted = keys.fill_null(0).to_numpy()
+    if len(ordered) == 0:
+        return np.full(len(wanted), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
+    found = known & (ordered[at] == wanted)
+    rows = at if order is None else order[at]
+    return np.where(found, rows, -1)
 
 
 # size: the panel is assembled from every kind of file an analysis has already read
@@ -299,21 +339,76 @@ def _observed_panel(
     periods, volume = contract.timeline.periods, contract.volume.name
     daily = [(d, keys.resolve(f, d)) for d, f in by_grain.get("panel", [])]
     panel = open_grid(units, events, [f for _, f in daily], periods, volume)
+    grid = None
     if panel is None:  # keys that are not all 64-bit integers: the joins decide (or refuse)
         panel = joined_grid(units, events, [f for _, f in daily], periods, volume)
+    elif periods > 0:  # open_grid lays out every unit's days 0..periods-1 in unit order: files join onto its cells
+        grid = (panel["unit_id"].to_numpy()[::periods], periods)
     for _, frame in daily:
         # One row per unit and day is needed to join at all; a raw analysis just keeps the first.
-        frame = frame.filter(pl.col("unit_id").is_not_null())
-        frame = frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True)
+        frame = first_per_unit_day(frame.filter(pl.col("unit_id").is_not_null()))
         if clean:
-            daily_panel = is_daily_panel(frame)  # the same keys for every column's repair
+            # The same keys for every column's repair; distinct unit-days (just made so) are a daily panel.
+            daily_panel = True if frame.height else is_daily_panel(frame)
             for column in [c for c in frame.columns if c not in ("unit_id", "day")]:
                 frame = repair_unit_drift(frame, column, units_of.get(column, ""), daily_panel)
-        panel = panel.join(frame, on=["unit_id", "day"], how="left")
+        panel, grid = _joined(panel, frame, grid)
     for d, frame in by_grain.get("schedule", []):
         names = {f.name: f.source.split(".", 1)[1] for f in d.fields}  # the system's setting names
-        panel = _expand_schedule(panel, keys.resolve(frame, d).with_columns(pl.col("field").replace(names)))
+        schedule = keys.resolve(frame, d).with_columns(pl.col("field").replace(names))
+        panel, grid = _expand_schedule(panel, schedule, grid)
     return panel
+
+
+def first_per_unit_day(frame: pl.DataFrame) -> pl.DataFrame:
+    """frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True): for 64-bit integer keys
+    without nulls, the rows at each key's first occurrence (np.unique's), in their order."""
+    unit, day = frame["unit_id"], frame["day"]
+    if frame.height == 0 or unit.dtype != pl.Int64 or day.dtype != pl.Int64 or unit.null_count() or day.null_count():
+        return frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True)
+    unit, day = unit.to_numpy(), day.to_numpy()
+    unit_span, day_span = int(unit.max()) - int(unit.min()) + 1, int(day.max()) - int(day.min()) + 1
+    if unit_span * day_span >= 1 << 62:  # one key per unit-day would overflow
+        return frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True)
+    key = (unit - unit.min()) * day_span + (day - day.min())
+    _, first = np.unique(key, return_index=True)
+    return frame if len(first) == frame.height else frame[np.sort(first)]
+
+
+Grid = tuple[np.ndarray, int]  # (sorted unit ids, periods): a panel whose rows are every unit's days in order
+
+
+def _joined(panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None) -> tuple[pl.DataFrame, Grid | None]:
+    """panel.join(frame, on=["unit_id", "day"], how="left"), and the grid the result still is (None once the
+    join itself ran: its row order is its own)."""
+    on_grid = join_on_grid(panel, frame, grid)
+    if on_grid is None:
+        return panel.join(frame, on=["unit_id", "day"], how="left"), None
+    return on_grid, grid
+
+
+def join_on_grid(panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None) -> pl.DataFrame | None:
+    """panel.join(frame, on=["unit_id", "day"], how="left") where the panel is the grid of `grid` and the frame
+    has at most one row per unit-day: each cell's row gathered by position (null where none), the panel's
+    rows in their order. None (the join must run) without a grid, for keys that are not 64-bit integers, a
+    unit-day twice or a column name the join would suffix."""
+    names = [c for c in frame.columns if c not in ("unit_id", "day")]
+    if (
+        grid is None
+        or frame.schema.get("unit_id") != pl.Int64
+        or frame.schema.get("day") != pl.Int64
+        or any(c in panel.columns for c in names)
+    ):
+        return None
+    unit_ids, periods = grid
+    cells = grid_cells(frame, unit_ids, periods)
+    matched = np.flatnonzero(cells >= 0)
+    row = np.full(panel.height, -1, dtype=np.int64)
+    row[cells[matched]] = matched
+    if np.count_nonzero(row >= 0) != len(matched):  # two rows of one unit-day: the join repeats its cell
+        return None
+    at = pl.Series(row).set(pl.Series(row < 0), None)
+    return panel.hstack([frame[c].gather(at) for c in names])
 
 
 def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl.DataFrame) -> pl.DataFrame:
@@ -447,17 +542,19 @@ def clean_name(name: str) -> str:
     return " ".join(text.split())
 
 
-def _expand_schedule(panel: pl.DataFrame, schedule: pl.DataFrame) -> pl.DataFrame:
-    """Change logs become daily step functions: each value holds from its effective day to the next change."""
+def _expand_schedule(
+    panel: pl.DataFrame, schedule: pl.DataFrame, grid: Grid | None = None
+) -> tuple[pl.DataFrame, Grid | None]:
+    """Change logs become daily step functions: each value holds from its effective day to the next change.
+    Also the grid the panel still is (`_joined`): on it, the panel is already in unit and day order."""
     for fld in sorted(schedule["field"].unique().to_list()):
         changes = schedule.filter(pl.col("field") == fld).select("unit_id", "day", pl.col("value").alias(fld))
         changes = changes.sort("unit_id", "day").unique(subset=["unit_id", "day"], keep="last", maintain_order=True)
-        panel = (
-            panel.join(changes, on=["unit_id", "day"], how="left")
-            .sort("unit_id", "day")
-            .with_columns(pl.col(fld).forward_fill().backward_fill().over("unit_id"))
-        )
-    return panel
+        panel, grid = _joined(panel, changes, grid)
+        if grid is None:
+            panel = panel.sort("unit_id", "day")
+        panel = panel.with_columns(pl.col(fld).forward_fill().backward_fill().over("unit_id"))
+    return panel, grid
 
 
 def plausible_factors(unit: str) -> tuple[float, ...]:

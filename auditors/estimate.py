@@ -64,7 +64,7 @@ class _Aligned:
         self.unit_ids = ds.panel["unit_id"].unique().sort().to_numpy()
         self.periods = contract.timeline.periods
         self.index = {int(u): i for i, u in enumerate(self.unit_ids)}
-        self.panel_sorted = ds.panel.sort("unit_id", "day")
+        self.panel_sorted = ds.panel if _in_key_order(ds.panel) else ds.panel.sort("unit_id", "day")
         self.unit_lookup = np.full(len(self.unit_ids), -1)
         for row, u in enumerate(self.units["unit_id"].to_list()):
             if u in self.index:
@@ -87,7 +87,8 @@ class _Aligned:
                 base = base.filter(pl.col("unit_id").is_in(list(self.index)))
             uidx = _positions(self.unit_ids, base["unit_id"].to_numpy())
             keep = uidx >= 0
-            base, uidx = base.filter(pl.Series(keep)), uidx[keep]
+            if not keep.all():  # (every row kept: the frame itself)
+                base, uidx = base.filter(pl.Series(keep)), uidx[keep]
             day = base["day"].to_numpy() if "day" in base.columns else np.zeros(base.height, dtype=np.int64)
             self._bases[grain] = (base, uidx, day)
         return self._bases[grain]
@@ -162,11 +163,32 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
 
 def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Each id's position in sorted_ids, -1 where it is missing (or null)."""
+    if _exact_as_float(sorted_ids) and _exact_as_float(ids):
+        # Integers (no null: a null unit reads as NaN) that floats hold exactly: compared as integers, the
+        # same order and the same matches as compared as floats, without converting them.
+        at = np.clip(np.searchsorted(sorted_ids, ids), 0, max(len(sorted_ids) - 1, 0))
+        return np.where((sorted_ids[at] == ids) if len(sorted_ids) else False, at, -1)
     ids = np.asarray(ids, dtype=float)  # a null unit reads as NaN
     at = np.clip(np.searchsorted(sorted_ids, ids), 0, max(len(sorted_ids) - 1, 0))
     found = (len(sorted_ids) > 0) & np.isfinite(ids)
     found &= sorted_ids[at] == ids if len(sorted_ids) else False
     return np.where(found, at, -1)
+
+
+def _in_key_order(panel: pl.DataFrame) -> bool:
+    """Whether a panel's rows are already in strictly increasing (unit_id, day) order, keys not null: then
+    sorting by them (a grid built in that order) leaves every row where it is."""
+    unit, day = panel["unit_id"], panel["day"]
+    if unit.null_count() or day.null_count() or not unit.dtype.is_integer() or not day.dtype.is_integer():
+        return False
+    unit, day = unit.to_numpy(), day.to_numpy()
+    return bool(np.all((unit[1:] > unit[:-1]) | ((unit[1:] == unit[:-1]) & (day[1:] > day[:-1]))))
+
+
+def _exact_as_float(values: np.ndarray) -> bool:
+    """Whether an array is of integers that a float holds exactly (|v| <= 2**53)."""
+    values = np.asarray(values)
+    return values.dtype.kind in "iu" and (len(values) == 0 or max(-int(values.min()), int(values.max())) <= 1 << 53)
 
 
 def roll(values: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:
@@ -278,7 +300,9 @@ class ChildModel:
                 ok &= self.finite(e)
         return ok
 
-    def fit(self) -> ChildFit:
+    def fit(self, contributions: bool = True) -> ChildFit:
+        """The fitted model; each parent's contribution per row too unless `contributions` is False (only an
+        attribution reads them)."""
         scanned = [e for e in self.edges if ESTIMATORS[e.kind].scans]
         for e in scanned:
             estimator = ESTIMATORS[e.kind]
@@ -309,7 +333,8 @@ class ChildModel:
             b = coef[start : start + block.shape[1]]
             start += block.shape[1]
             estimator = ESTIMATORS[e.kind]
-            result.contributions[e.parent] = block[covered] @ b
+            if contributions:
+                result.contributions[e.parent] = block[covered] @ b
             result.statistics[f"{e.parent}->{e.child}"] = estimator.statistic(self, e, b, self.theta.get(e.parent))
             if estimator.directed:
                 result.directions[f"{e.parent}->{e.child}"] = float(np.sign(b[0]))
@@ -345,12 +370,16 @@ class ChildModel:
             # One extra column per candidate: its explained variance is (f.ry)^2 / (f.f - |Q'f|^2), since ry is
             # already orthogonal to Q; one matrix product scores every candidate at once.
             if blocks is None:
+                # Sums over groups of rows decide when no other candidate comes within their error bound of
+                # the best; otherwise the plain sums below do.
+                grouped = estimator.grouped_sums(self, e, cands, idx, q, ry)
+                best = decided_best(*grouped) if grouped is not None else None
+                if best is not None:
+                    return float(cands[best])
                 fry, qf, ff = estimator.sums(self, e, cands, idx, q, ry)
             else:
                 fry, qf, ff = projections(np.column_stack([b[idx, 0] for b in blocks]), q, ry)
-            denom = ff - np.einsum("ij,ij->j", qf, qf)
-            scores = np.where(denom > 1e-12, fry**2 / np.maximum(denom, 1e-12), -np.inf)
-            return float(cands[int(np.argmax(scores))])
+            return float(cands[best_candidate(fry, qf, ff)])
         best, best_score = self.theta[e.parent], -np.inf
         for cand, block in zip(cands, blocks, strict=True):  # blocks is set here: a fast scan has one column
             f = block[idx]
@@ -360,6 +389,46 @@ class ChildModel:
             if score > best_score:
                 best, best_score = float(cand), score
         return best
+
+
+def best_candidate(fry: np.ndarray, qf: np.ndarray, ff: np.ndarray) -> int:
+    """The candidate whose column explains the most variance beyond Q: (f.ry)^2 / (f.f - |Q'f|^2), since ry
+    is already orthogonal to Q (the first of equal scores; none if no column varies beyond Q)."""
+    denom = ff - np.einsum("ij,ij->j", qf, qf)
+    scores = np.where(denom > MIN_VARIANCE, fry**2 / np.maximum(denom, MIN_VARIANCE), -np.inf)
+    return int(np.argmax(scores))
+
+
+MIN_VARIANCE = 1e-12  # a column varying less than this beyond the other features is not scored
+EPS = float(np.finfo(float).eps)
+
+
+# size: the sums and their bounds, as `grouped_sums` gives them
+def decided_best(
+    fry: np.ndarray, qf: np.ndarray, ff: np.ndarray, fry_error: np.ndarray, qf_error: np.ndarray, ff_error: np.ndarray
+) -> int | None:
+    """`best_candidate` of sums that may each be off by their error bound (entry by entry, the same shapes),
+    when no sums within those bounds could make it pick another candidate; None otherwise (a near-tie, or a
+    column near the cut: the exact sums must decide)."""
+    if not all(np.isfinite(a).all() for a in (fry, qf, ff, fry_error, qf_error, ff_error)):
+        return None
+    squares = np.einsum("ij,ij->j", qf, qf)
+    denom = ff - squares
+    # |Q'f|^2 moves by 2|qf| e + e^2 per entry; each side rounds its own k + 1 additions and its subtraction.
+    denom_error = ff_error + np.sum(2.0 * np.abs(qf) * qf_error + qf_error**2, axis=0)
+    denom_error += 4.0 * (qf.shape[0] + 2) * EPS * (np.abs(ff) + squares)
+    if np.any(np.abs(denom - MIN_VARIANCE) <= denom_error):
+        return None
+    varies = denom > MIN_VARIANCE
+    if not varies.any():
+        return 0  # every score is -inf: argmax picks the first
+    # Where a column varies, its denominator lies above MIN_VARIANCE + denom_error: each side's is positive.
+    low_denom, high_denom = np.where(varies, denom - denom_error, 1.0), np.where(varies, denom + denom_error, 1.0)
+    low = np.where(varies, np.maximum(np.abs(fry) - fry_error, 0.0) ** 2 / high_denom * (1.0 - 8.0 * EPS), -np.inf)
+    high = np.where(varies, (np.abs(fry) + fry_error) ** 2 / low_denom * (1.0 + 8.0 * EPS), -np.inf)
+    best = int(np.argmax(np.where(varies, fry**2 / np.where(varies, denom, 1.0), -np.inf)))
+    rivals = np.delete(high, best)
+    return best if len(rivals) == 0 or low[best] > rivals.max() else None
 
 
 def _at_bound(y: np.ndarray, bound: float) -> np.ndarray:
@@ -399,13 +468,13 @@ def calendar_columns(contract: Contract, day: np.ndarray) -> np.ndarray:
     return np.column_stack(columns) if columns else np.zeros((len(day), 0))
 
 
-def fit_child(ds: Dataset, contract: Contract, child: str) -> ChildFit:
+def fit_child(ds: Dataset, contract: Contract, child: str, contributions: bool = True) -> ChildFit:
     parents = sorted(
         {e.parent for e in contract.edges if e.child == child}
         | {e.params["moderator"] for e in contract.edges if e.child == child and e.kind == "interaction"}
     )
     rows = build_rows(ds, contract, child, parents)
-    return ChildModel(contract, child, rows).fit()
+    return ChildModel(contract, child, rows).fit(contributions)
 
 
 def _period_frame(
@@ -474,10 +543,11 @@ def recover_phenomena(ds: Dataset, contract: Contract, kinds: set[str] | None = 
     fits: dict[str, ChildFit] = {}
     wanted = [ph for ph in contract.phenomena if kinds is None or ph.kind in kinds]
     needed = {ph.edge.split("->")[1] for ph in wanted if ph.kind == "edge_effect" and ph.edge}
-    needed |= {ph.variables[1] for ph in wanted if ph.kind == "attribution"}
+    attributed = {ph.variables[1] for ph in wanted if ph.kind == "attribution"}
+    needed |= attributed
     for child in sorted(needed):
         try:
-            fits[child] = fit_child(ds, contract, child)
+            fits[child] = fit_child(ds, contract, child, contributions=child in attributed)
         except (np.linalg.LinAlgError, ValueError, KeyError):
             fits[child] = ChildFit()
     found = Recovery()

@@ -23,6 +23,8 @@ MAX_LAG = 30  # days scanned for a delayed response (the generator plants at mos
 SEASONAL_PERIODS = (7, 14, 28, 30)  # cycles an analyst would try: weekly, fortnightly, four-weekly, monthly
 THRESHOLD_QUANTILES = np.linspace(0.02, 0.98, 97)  # step locations are scanned between these parent quantiles
 SATURATION_SCALES = np.linspace(0.1, 4.0, 79)  # curve scales scanned, in parent sd
+GROUPED_SHARE = 0.25  # a curve's scan sums over its parent's distinct values when they are this few per row
+EPS = float(np.finfo(float).eps)
 
 
 def carry_forward(panel: np.ndarray) -> np.ndarray:
@@ -63,6 +65,12 @@ class Estimator:
     def sums(self, model: ChildModel, e: Edge, candidates: np.ndarray, rows: np.ndarray, q: np.ndarray, ry: np.ndarray):
         """What a scan scores each candidate's column F on `rows` by: (F'ry, Q'F, F'F)."""
         return projections(self.columns(model, e, candidates, rows), q, ry)
+
+    # size: the same inputs as `sums`
+    def grouped_sums(self, model: ChildModel, e: Edge, candidates: np.ndarray, rows: np.ndarray, q, ry):
+        """`sums` from sums over groups of rows, with bounds on how far each may be from `sums`' own, entry
+        by entry: (F'ry, Q'F, F'F, their bounds in the same shapes); None when there is no such way."""
+        return None
 
 
 def projections(F: np.ndarray, q: np.ndarray, ry: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -128,10 +136,37 @@ class Saturation(Estimator):
         return ~np.isnan(model.x(e))
 
     def columns(self, model, e, candidates, rows):  # the same operations as `features`, one column per scale
+        table, at = self.table(model, e, candidates, rows)
+        return table[at]
+
+    def table(self, model, e, candidates, rows) -> tuple[np.ndarray, np.ndarray]:
+        """(each distinct value's curve at every scale, each row's distinct value): `columns` is table[at].
+        Computed once per distinct value and spread to the rows: a count (jobs a day) has a few dozen."""
         below = -np.maximum(model.x(e)[rows] - e.params["origin"], 0)
-        # Computed once per distinct value and spread to the rows: a count (jobs a day) has a few dozen.
         values, at = np.unique(below, return_inverse=True)
-        return (-np.expm1(values[:, None] / candidates[None, :]))[at.reshape(-1)]
+        return -np.expm1(values[:, None] / candidates[None, :]), at.reshape(-1)
+
+    def grouped_sums(self, model, e, candidates, rows, q, ry):
+        # A row's column is its distinct value's: each product is a sum over the distinct values of that
+        # value's curve times the rows' sum (or count), a few dozen terms instead of a (rows, scales) matrix.
+        # Both ways add the same n terms F_i r_i in their own orders, so each is within gamma = 4 n eps times
+        # sum |F_i r_i| of the exact sum, and of each other within twice that; those sums of magnitudes are
+        # taken by the groups too (of F_i^2, the sum itself: its terms are not negative).
+        table, at = self.table(model, e, candidates, rows)
+        n = len(at)
+        if len(table) > GROUPED_SHARE * n or not np.isfinite(table).all():
+            return None
+        groups = len(table)
+        counts = np.bincount(at, minlength=groups).astype(float)
+        by_group = np.zeros((groups, 2 + 2 * q.shape[1]))  # per group: sum r, sum |r|, sums q_j, sums |q_j|
+        for j, column in enumerate((ry, *q.T)):
+            by_group[:, 2 * j] = np.bincount(at, weights=column, minlength=groups)
+            by_group[:, 2 * j + 1] = np.bincount(at, weights=np.abs(column), minlength=groups)
+        sums = table.T @ by_group[:, 0::2]  # (scales, 1 + k): F'ry, then Q'F transposed
+        magnitudes = np.abs(table).T @ by_group[:, 1::2]
+        ff = counts @ (table * table)
+        margin = 2.0 * 4.0 * n * EPS
+        return sums[:, 0], sums[:, 1:].T, ff, margin * magnitudes[:, 0], margin * magnitudes[:, 1:].T, margin * ff
 
     def candidates(self, model, e):
         return (np.nanstd(model.x(e)) or 1.0) * SATURATION_SCALES
@@ -177,15 +212,17 @@ class Lag(Estimator):
         known = model.carried(e.parent) if model.is_root(e.parent) else panel
         lags = candidates.astype(np.int64)
         # Each unit's series with its gaps at the mean and `longest` days of the mean before the timeline
-        # (a day before it is unknown): every lag of a row is then one contiguous run of a window, gathered
-        # at once instead of one scattered read per row and lag (the same values, no arithmetic).
+        # (a day before it is unknown): a row's value at lag L is then `L` places before its own day in its
+        # unit's run, one flat gather per lag (the same values, no arithmetic). The gather is laid out
+        # (lags, rows) and transposed, the memory order the matrix products that score the columns have
+        # always read (a product's rounding can depend on the order it reads its operand in).
         longest = int(lags.max(initial=0))
         padded = np.full((panel.shape[0], panel.shape[1] + longest), mean)
         padded[:, longest:] = np.where(np.isnan(known), mean, known)
-        windows = np.lib.stride_tricks.sliding_window_view(padded, longest + 1, axis=1)
         # A day before the timeline reads from its end, as indexing the lagged panel by it does.
         day = rows_.day[rows] % panel.shape[1]
-        return windows[rows_.unit_index[rows], day][:, longest - lags]
+        at = rows_.unit_index[rows] * padded.shape[1] + day + longest
+        return padded.reshape(-1)[at[None, :] - lags[:, None]].T
 
     def candidates(self, model, e):
         return np.arange(0, MAX_LAG + 1, dtype=float)

@@ -13,12 +13,17 @@ from auditors.dataset import (
     FACTOR_MATCH,
     FACTORS_BY_UNIT,
     Dataset,
+    _dated,
     _known_factor,
+    _with_detail,
     _with_event_means,
+    first_per_unit_day,
     group_means,
+    join_on_grid,
     joined_grid,
     known_factors,
     open_grid,
+    row_of,
     sorted_unique,
 )
 from auditors.estimate import (
@@ -343,3 +348,75 @@ def test_period_means_at_once_are_those_taken_one_by_one(seed):
         assert np.array_equal(got[ph.id], want, equal_nan=True), ph.id
     missing = _phenomenon("nope", column="events.nope")
     assert period_means_at_once(ds, contract, [*phenomena, missing]) is None
+
+
+# --- daily files onto the grid: first row per unit-day, joins by cell ----------------------------------------
+
+
+def _daily_frame(rng: np.random.Generator, n: int, units: np.ndarray, periods: int, nulls: bool) -> pl.DataFrame:
+    keys = _keys(rng, n, units, periods, nulls)
+    values = rng.normal(size=n)
+    return pl.DataFrame(
+        {**keys, "x": values, "label": rng.choice(["a", "b", None], n).tolist()},
+        schema={"unit_id": pl.Int64, "day": pl.Int64, "x": pl.Float64, "label": pl.String},
+    )
+
+
+@pytest.mark.parametrize("nulls", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_first_per_unit_day_is_polars_unique(seed, nulls):
+    rng = np.random.default_rng(seed)
+    frame = _daily_frame(rng, 3000, np.arange(5, 40), 60, nulls)
+    want = frame.unique(subset=["unit_id", "day"], keep="first", maintain_order=True)
+    assert first_per_unit_day(frame).equals(want, null_equal=True)
+    distinct = want.filter(pl.col("unit_id").is_not_null() & pl.col("day").is_not_null())
+    assert first_per_unit_day(distinct).equals(distinct, null_equal=True)  # nothing repeated: the frame itself
+    assert first_per_unit_day(frame.clear()).equals(frame.clear())
+
+
+@pytest.mark.parametrize("nulls", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_daily_file_joined_on_the_grid_is_the_join(seed, nulls):
+    rng = np.random.default_rng(seed)
+    units, periods = np.array([3, 7, 8, 20, 41]), 50
+    grid = pl.DataFrame(
+        {"unit_id": np.repeat(units, periods), "day": np.tile(np.arange(periods), len(units)), "open": 1},
+        schema={"unit_id": pl.Int64, "day": pl.Int64, "open": pl.Int8},
+    )
+    frame = _daily_frame(rng, 400, units, periods, nulls).unique(subset=["unit_id", "day"], maintain_order=True)
+    got = join_on_grid(grid, frame, (units, periods))
+    assert got is not None
+    assert got.equals(grid.join(frame, on=["unit_id", "day"], how="left", maintain_order="left"), null_equal=True)
+    # A unit-day twice, a column the join would suffix, string keys or no grid: the join must run.
+    inside = frame.filter(pl.col("unit_id").is_in(units.tolist()) & pl.col("day").is_between(0, periods - 1))
+    assert join_on_grid(grid, pl.concat([frame, inside.head(1)]), (units, periods)) is None
+    assert join_on_grid(grid, frame.rename({"x": "open"}), (units, periods)) is None
+    assert join_on_grid(grid, frame.with_columns(pl.col("unit_id").cast(pl.String)), (units, periods)) is None
+    assert join_on_grid(grid, frame, None) is None
+
+
+@pytest.mark.parametrize("sorted_ids", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_event_detail_by_position_is_the_join(seed, sorted_ids):
+    rng = np.random.default_rng(seed)
+    ids = rng.choice(5000, 900, replace=False)
+    events = pl.DataFrame(
+        {"event_id": np.sort(ids), "day": rng.integers(0, 90, 900), "amount": rng.normal(size=900)},
+        schema={"event_id": pl.Int64, "day": pl.Int64, "amount": pl.Float64},
+    )
+    events = events.with_columns(events["event_id"].scatter([3, 17], None))  # events without an id match nothing
+    detail_ids = rng.choice(np.concatenate([ids, rng.choice(np.arange(5000, 6000), 100)]), 700, replace=False)
+    detail = pl.DataFrame(
+        {"event_id": np.sort(detail_ids) if sorted_ids else detail_ids, "score": rng.integers(1, 6, 700)},
+        schema={"event_id": pl.Int64, "score": pl.Int64},
+    )
+    assert _with_detail(events, detail).equals(
+        events.join(detail, on="event_id", how="left", maintain_order="left"), null_equal=True
+    )
+    assert _dated(detail, events.drop_nulls("event_id")).equals(
+        detail.join(events.select("event_id", "day"), on="event_id", maintain_order="left"), null_equal=True
+    )
+    # An id twice or string ids: the join itself.
+    assert row_of(events["event_id"], pl.concat([detail, detail.head(1)])["event_id"]) is None
+    assert row_of(events["event_id"].cast(pl.String), detail["event_id"].cast(pl.String)) is None
+    assert np.array_equal(row_of(events["event_id"], detail["event_id"].clear()), np.full(events.height, -1))
