@@ -620,7 +620,7 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
 
 
 def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, float] | None:
-    """The day splitting the log values into the most different halves: (day, whole-segment jump, the
+    """The day splitting the log values into the most surely different halves: (day, whole-segment jump, the
     jump between the weeks either side of it, that local jump's standard error).
 
     Only days with values are candidates, and "the weeks either side" are the LOCAL_DAYS reporting days
@@ -637,7 +637,13 @@ def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, 
     n = len(logs)
     csum = np.concatenate([[0.0], np.cumsum(logs)])
     jumps = (csum[n] - csum[cut]) / (n - cut) - csum[cut] / cut
-    k = int(np.argmax(np.abs(jumps)))
+    # Where the switch is: the jump most certain, not the largest. A week of values at one end (claims
+    # trailing the first deliveries) can differ more than a switch does, on a sliver of the evidence; each
+    # jump is weighed by sqrt(before * after / n), the inverse of its standard error under equal noise.
+    # Which day: the largest jump within a week of there (a bad day on the switch's day blurs the weights).
+    near = int(np.argmax(np.abs(jumps) * np.sqrt(cut * (n - cut) / n)))
+    window = np.flatnonzero(np.abs(candidates - candidates[near]) <= EDGE_DAYS)
+    k = int(window[np.argmax(np.abs(jumps[window]))])
     day, at = int(candidates[k]), int(positions[k])
     opens = reported[max(at - LOCAL_DAYS, 0)]
     closes = reported[min(at + LOCAL_DAYS, len(reported) - 1)]

@@ -112,3 +112,23 @@ def test_a_switch_split_over_two_reports_by_a_shared_bad_day_is_still_found():
     clean = daily_panel(level, noise=0.15)
     fixed = repair_unit_drift(switched(clean, 117, 2.20462), "cost", "kg")
     assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-6)
+
+
+def test_a_sparse_measure_that_starts_low_shows_its_switch_not_its_first_week():
+    """Claims trail the deliveries they are filed on, so the first days' few claims are small. That week
+    differs from the rest by more than the switch to cents, in log terms, but on a sliver of the values:
+    the switch is the split the evidence is surest of (transport-662 of the README's build)."""
+    rng = np.random.default_rng(5)
+    level = np.full(DAYS, 60.0)
+    level[:10] = 3.0
+    values = level[None, :] * rng.lognormal(0, 0.8, (UNITS, DAYS))
+    values[rng.random((UNITS, DAYS)) > 0.22] = 0.0  # a claim on about one day in five
+    clean = pl.DataFrame(
+        {
+            "unit_id": np.repeat(np.arange(UNITS), DAYS),
+            "day": np.tile(np.arange(DAYS), UNITS),
+            "cost": values.reshape(-1).round(2),
+        }
+    )
+    fixed = repair_unit_drift(switched(clean, 109, 100.0), "cost", "USD/day")
+    assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-9)
