@@ -318,12 +318,12 @@ def _strictly_increasing(df: pl.DataFrame, cols: list[str]) -> bool:
     """Whether the rows' integer keys `cols` strictly increase (in the order of `cols`), so none repeats: a
     table written in key order is seen unique in one pass instead of hashing every key. False for any
     other table (the caller then looks for repeats), for keys that are not integers, and for blank keys."""
-    if df.height < 2 or not all(df.schema[c].is_integer() for c in cols):
+    if df.height < 2 or len(set(cols)) != len(cols) or not all(df.schema[c].is_integer() for c in cols):
         return False
     later, tied = pl.lit(False), pl.lit(True)  # row i vs row i-1: greater on the columns so far / equal on them
-    for c in cols:
-        step = pl.col(c).diff()
-        later, tied = later | (tied & (step > 0)), tied & (step == 0)
+    for c in cols:  # compared, never subtracted: a difference of integers can wrap around
+        previous = pl.col(c).shift(1)
+        later, tied = later | (tied & (pl.col(c) > previous)), tied & (pl.col(c) == previous)
     return bool(df.select(later.slice(1).all(ignore_nulls=False)).item())
 
 
@@ -376,7 +376,9 @@ def _replace(ids: pl.Expr, keys: pl.Series, values: pl.Series) -> pl.Expr:
 def _increasing(keys: pl.Series) -> bool:
     """Integer ids in strictly increasing order (a table's ids usually are): none repeats, seen in one pass
     instead of hashing them all."""
-    return keys.dtype == pl.Int64 and bool((keys.diff().drop_nulls() > 0).all())
+    if keys.dtype != pl.Int64 or keys.null_count():
+        return False
+    return bool((keys.slice(1) > keys.slice(0, len(keys) - 1)).all())  # compared: a difference can wrap around
 
 
 def _table_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -474,6 +476,9 @@ def _blank_rows(column: pl.Series, values: np.ndarray, rows, numeric: bool) -> n
     return _blanks(column, rows)
 
 
+MAX_ROW = 1 << 40  # far beyond any file's rows, far below where int64 sums of ranges wrap
+
+
 def _rows(ranges: list[list[int]]) -> np.ndarray:
     """The rows of [start, end) ranges, in order: `_rows_plain`, in one pass for integer ranges (a record
     lists hundreds) instead of an arange each."""
@@ -485,7 +490,11 @@ def _rows(ranges: list[list[int]]) -> np.ndarray:
         bounds = None
     if bounds is None or bounds.dtype != np.int64 or bounds.ndim != 2 or bounds.shape[1] != 2:
         return _rows_plain(ranges)
+    if (bounds < -MAX_ROW).any() or (bounds > MAX_ROW).any():  # the sums below could wrap: the plain way refuses
+        return _rows_plain(ranges)
     starts, lengths = bounds[:, 0], np.maximum(bounds[:, 1] - bounds[:, 0], 0)  # an empty range adds no row
+    if lengths.sum(dtype=np.float64) > MAX_ROW:
+        return _rows_plain(ranges)
     before = np.cumsum(lengths) - lengths  # rows of the earlier ranges
     return np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - before, lengths)
 

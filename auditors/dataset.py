@@ -144,7 +144,7 @@ def _as_grid(panel: pl.DataFrame) -> tuple[np.ndarray, int] | None:
     if panel.height % periods:
         return None
     unit_ids = unit[::periods]
-    if np.any(np.diff(unit_ids) <= 0):
+    if np.any(unit_ids[1:] <= unit_ids[:-1]):  # compared, never subtracted: a difference can wrap around
         return None
     if not (
         np.array_equal(unit, np.repeat(unit_ids, periods))

@@ -383,15 +383,30 @@ def read_ndjson(path: Path) -> pl.DataFrame:
     return pl.read_ndjson(path, infer_schema_length=None)
 
 
+NDJSON_BLOCK = 1 << 20  # a nested file's lines are depth-scanned a MiB at a time (the scan costs ~35 B a bracket)
+
+
 def _check_ndjson_depth(data: bytes, path: Path) -> None:
     """Refuse lines nested deeper than MAX_DEPTH before polars sees them: its NDJSON type inference takes
     seconds on a line 300 deep and minutes on one 1000 deep. Flat records (no `[`, one `{` a line, the
-    generator's own files) are not scanned; any other file is, bracket by bracket outside strings."""
+    generator's own files) are not scanned; any other file is, bracket by bracket outside strings, in blocks
+    of whole lines (a line is one JSON document), so the scan's memory stays bounded whatever the file's size;
+    a nested line longer than a block is refused."""
     if b"[" not in data and data.count(b"{") - data.count(b"\n{") <= 1:
         return
-    depth = json_depth(data)
-    if depth > MAX_DEPTH:
-        raise WorldFormatError(f"{one_line(path.name)}: JSON nested {depth} levels deep, over the limit of {MAX_DEPTH}")
+    start = 0
+    while start < len(data):
+        end = len(data) if len(data) - start <= NDJSON_BLOCK else data.rfind(b"\n", start, start + NDJSON_BLOCK) + 1
+        if end <= start:
+            raise WorldFormatError(
+                f"{one_line(path.name)}: a line of nested JSON longer than {NDJSON_BLOCK // MIB} MiB; refusing to read it"
+            )
+        depth = json_depth(data[start:end])
+        if depth > MAX_DEPTH:
+            raise WorldFormatError(
+                f"{one_line(path.name)}: JSON nested {depth} levels deep, over the limit of {MAX_DEPTH}"
+            )
+        start = end
 
 
 CSV_SAMPLE = 64  # values of a column tried first: one that reads as text makes the whole column text

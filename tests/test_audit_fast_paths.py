@@ -420,3 +420,14 @@ def test_event_detail_by_position_is_the_join(seed, sorted_ids):
     assert row_of(events["event_id"], pl.concat([detail, detail.head(1)])["event_id"]) is None
     assert row_of(events["event_id"].cast(pl.String), detail["event_id"].cast(pl.String)) is None
     assert np.array_equal(row_of(events["event_id"], detail["event_id"].clear()), np.full(events.height, -1))
+
+
+def test_unit_ids_whose_differences_wrap_around_are_not_a_grid():
+    """Unit ids out of order must leave the panel to the joins, even where their differences wrap around."""
+    from auditors.dataset import _as_grid
+
+    a = int(0.7 * 2**63)
+    units = [0, a, 2 * a - 2**64]  # each difference "positive" in int64, yet not increasing
+    panel = pl.DataFrame({"unit_id": np.repeat(units, 3), "day": np.tile(np.arange(3), 3)})
+    assert _as_grid(panel) is None
+    assert _as_grid(panel.sort("unit_id", "day")) is not None

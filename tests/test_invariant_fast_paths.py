@@ -42,3 +42,30 @@ def test_strictly_increasing_needs_every_column_to_break_ties():
     assert not _strictly_increasing(pl.DataFrame({"a": [1.0, 2.0]}), ["a"])  # floats: the plain test
     assert not _strictly_increasing(pl.DataFrame({"a": [1, None, 3]}), ["a"])
     assert not _strictly_increasing(pl.DataFrame({"a": [2, 1]}), ["a"])  # descending: the plain test
+
+
+WRAPS = {  # keys whose differences wrap around: each step "positive", yet the first key comes back
+    pl.Int8: [0, 100, -56, 0],
+    pl.Int16: [0, 30_000, -5_536, 0],
+    pl.Int32: [0, 2_000_000_000, -294_967_296, 0],
+    pl.Int64: [0, int(0.7 * 2**63), 2 * int(0.7 * 2**63) - 2**64, 0],
+}
+
+
+@pytest.mark.parametrize("dtype", list(WRAPS), ids=str)
+def test_keys_whose_differences_wrap_around_are_not_seen_increasing(dtype):
+    """Found by review: a difference of integers wraps, so repeated keys could pass as strictly increasing
+    and a world with two events of one id pass `unique_key`. Keys are compared, never subtracted."""
+    from auditors.checks import _increasing
+
+    keys = pl.Series("k", WRAPS[dtype], dtype=dtype)
+    frame = pl.DataFrame({"k": keys, "j": [1, 2, 3, 4]})
+    assert frame.select("k").is_duplicated().any()
+    assert not _strictly_increasing(frame, ["k"])
+    assert not _strictly_increasing(frame, ["k", "j"])
+    assert not _increasing(keys.cast(pl.Int64))
+
+
+def test_a_key_naming_one_column_twice_goes_the_plain_way():
+    """The plain test cannot select a column twice (and fails the check); the fast one must not pass it."""
+    assert not _strictly_increasing(pl.DataFrame({"k": [1, 2, 3]}), ["k", "k"])

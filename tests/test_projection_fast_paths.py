@@ -196,3 +196,15 @@ def test_a_series_hash_is_the_column_hash_of_its_values(seed):
     else:
         series = pl.Series("c", [None] * n, dtype=pl.String)
     assert series_sha256(series) == column_sha256(series.to_numpy())
+
+
+@pytest.mark.parametrize("ranges", [[[0, 2**62]] * 4, [[-(2**63), 2**63 - 1]], [[0, 2**41], [2**41, 2**42]]])
+def test_rows_of_ranges_too_large_to_sum_are_refused_as_the_plain_way_refuses(ranges):
+    """Found by review: summed in int64, such lengths wrapped and numpy crashed the process (or gave no
+    rows); they go the plain way, which refuses them with an error the projection check reports."""
+    from auditors.checks import _rows, _rows_plain
+
+    with pytest.raises((ValueError, MemoryError)) as plain:
+        _rows_plain(ranges)
+    with pytest.raises(plain.type):
+        _rows(ranges)

@@ -276,3 +276,21 @@ def test_ndjson_with_brackets_in_text_or_shallow_nesting_reads_as_before(tmp_pat
     path = tmp_path / "x.jsonl"
     path.write_bytes(b'{"a":"{[x]}","b":{"c":[3]}}\n{"a":"}","b":{"c":[1,2]}}\n')
     assert read_ndjson(path).equals(pl.read_ndjson(path, infer_schema_length=None))
+
+
+def test_ndjson_depth_is_scanned_in_blocks_of_whole_lines(tmp_path):
+    """A nested file over a block reads as polars reads it; a deep line in a later block is still found; a
+    nested line longer than a block is refused (the scan's memory stays bounded: ~35 bytes a bracket)."""
+    from auditors.worldio import NDJSON_BLOCK
+
+    shallow = b'{"a":{"b":[1,2,3]},"c":"x"}\n'
+    lines = shallow * (2 * NDJSON_BLOCK // len(shallow) + 3)
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(lines)
+    assert read_ndjson(path).equals(pl.read_ndjson(path, infer_schema_length=None))
+    path.write_bytes(lines + b'{"a":' * 80 + b"1" + b"}" * 80 + b"\n")
+    with pytest.raises(WorldFormatError, match="nested 80 levels deep"):
+        read_ndjson(path)
+    path.write_bytes(b'{"a":[' + b"1," * NDJSON_BLOCK + b"1]}\n")
+    with pytest.raises(WorldFormatError, match="longer than 1 MiB"):
+        read_ndjson(path)
