@@ -9,8 +9,9 @@ import uuid
 import numpy as np
 import pytest
 
+from tests.test_canonical_fast_paths import _plain_over_cap
 from worldgen import observation
-from worldgen.entities import PERSON_DAY_CAP, _over_cap, _over_cap_after, _uuids
+from worldgen.entities import _over_cap, _over_cap_after, _uuids
 from worldgen.observation import DISTINCT_MIN_ROWS, _answer_cdf, _answer_cdf_plain
 
 
@@ -97,15 +98,6 @@ def test_the_cap_after_a_redraw_is_the_cap_ranked_afresh(seed):
         over = _over_cap(chosen, day)
         assert np.array_equal(updated, over)
         assert np.array_equal(over, _plain_over_cap(chosen, day))
-
-
-def _plain_over_cap(chosen: np.ndarray, day: np.ndarray) -> np.ndarray:
-    seen: dict[tuple[int, int], int] = {}
-    over = np.zeros(len(day), dtype=bool)
-    for i, key in enumerate(zip(chosen.tolist(), day.tolist(), strict=True)):
-        seen[key] = seen.get(key, 0) + 1
-        over[i] = seen[key] > PERSON_DAY_CAP
-    return over
 
 
 def test_a_cached_realised_scale_is_the_one_computed_afresh():
