@@ -1,16 +1,24 @@
 """CPU time of the synthesis stages before the projection, per world, in this process.
 
-    POLARS_MAX_THREADS=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 python benchmarks/bench_synthesis.py --n 40
+    python benchmarks/bench_synthesis.py --n 40
     ... --profile 10 --top 40        # cProfile over the first 10 worlds, the top lines by cumulative time
 
 Runs `pipeline.synthesize`'s stages one by one (dag, contract, canonical = plant_trend, seal) for worlds
 0..n-1 of a default build with seed 0 and reports the median and total CPU seconds (user + system,
 `time.process_time`) of each. `--digest` also prints a digest of every sealed contract and canonical table,
 a quick check (not a substitute for diffing a build) that a change left the worlds' bytes alone. Wall time
-is not reported: on a shared machine it is noise.
+is not reported: on a shared machine it is noise. Polars and BLAS run one thread each, as in a build's
+worker on a machine it fills: an idle BLAS thread spins, and on a busy machine that spinning reads as six
+times the sealing stage's CPU.
 """
 
 from __future__ import annotations
+
+# ruff: noqa: E402 - the thread knobs are set before numpy and polars are imported
+import os
+
+for _knob in ("POLARS_MAX_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_knob, "1")  # before numpy and polars are imported: they read these once
 
 import argparse
 import cProfile
