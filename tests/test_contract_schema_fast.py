@@ -11,7 +11,7 @@ import random
 import jsonschema
 import pytest
 
-from auditors.checks import _as_draft7, _contract_validator, _fast_contract_check, contract_schema_error
+from auditors.schema import _as_draft7, _contract_validator, _fast_contract_check, contract_schema_error
 
 MUTANTS_PER_CONTRACT = 120  # jsonschema takes ~60 ms a contract: a few hundred mutants in all
 OTHER_VALUES = (None, True, False, 0, -1, 1, 1.0, 1.5, -0.5, 1e12, "", "x", "Bad Name", [], [1], {}, {"x": 1})
