@@ -582,7 +582,8 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
         return frame
     if daily_panel is None:
         daily_panel = is_daily_panel(frame)
-    if daily_panel and (frame[column] > 0).mean() >= DENSE_SHARE:
+    dense = daily_panel and (frame[column] > 0).mean() >= DENSE_SHARE
+    if dense:
         # A daily report of many units: a switch moves every unit between one report and the next, which
         # no season or lever does; this finds a switch even inside a seasonal ramp.
         found = _adjacent_switch(frame, column, factors)
@@ -604,6 +605,8 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
     # A unit switch is a sharp step by a conversion factor an analyst recognises; seasons and regime
     # changes are gradual or the wrong size, and are left alone.
     if abs(jump) < np.log(MIN_JUMP) or abs(local - jump) > SHARPNESS * abs(jump):
+        return frame
+    if dense and not _sharp_over_days(frame, column, from_day, jump):
         return frame
     estimates = [(local, se), _whole_step(days, logs, from_day)]
     if "unit_id" in frame.columns:
@@ -716,6 +719,14 @@ def _persists(frame: pl.DataFrame, column: str, day: int, factor: float, reports
     those before: a switch holds for good, rain or a holiday moves the level and lets it go."""
     step = _window_step(frame, column, day, reports)
     return step is not None and step[0] * np.sign(np.log(factor)) >= UNIT_STEP_SHARE * abs(np.log(factor))
+
+
+def _sharp_over_days(frame: pl.DataFrame, column: str, day: int, jump: float) -> bool:
+    """Whether a daily report's units step by (nearly) the whole jump between the few reports either side of
+    `day`: a switch blurred by one bad day still does, a level ramping up over its first weeks (a load
+    building up, which three weeks either side make look sharp) does not."""
+    step = _window_step(frame, column, day, PERSIST_DAYS)
+    return step is not None and abs(step[0] - jump) <= SHARPNESS * abs(jump)
 
 
 def _whole_step(days: np.ndarray, logs: np.ndarray, day: int) -> tuple[float, float]:

@@ -132,3 +132,15 @@ def test_a_sparse_measure_that_starts_low_shows_its_switch_not_its_first_week():
     )
     fixed = repair_unit_drift(switched(clean, 109, 100.0), "cost", "USD/day")
     assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-9)
+
+
+def test_a_load_ramping_up_over_its_first_weeks_is_not_taken_for_pounds():
+    """A load building up 2.2x over one to three weeks (environment-531, -794 of the README's build): three
+    weeks either side of its steepest split look like a step by the kg -> lb factor, but no report-to-report
+    step carries it, as a switch's would even when a bad day blurs it."""
+    for start, days, seed in ((25, 10, 0), (25, 10, 1), (20, 15, 1), (15, 20, 0)):
+        level = np.full(DAYS, 205.0)
+        level[:start] = 93.0
+        level[start : start + days] = np.geomspace(93.0, 205.0, days)
+        frame = daily_panel(level, seed=seed, noise=0.1)
+        assert repair_unit_drift(frame, "cost", "kg BOD/ML/day").equals(frame), (start, days, seed)
