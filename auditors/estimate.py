@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from auditors.dataset import Dataset
-from auditors.estimators import ESTIMATORS, carry_forward, projections
+from auditors.estimators import EPS, ESTIMATORS, carry_forward, projections
 from contracts.calendar import date_factors, months, weekdays
 from contracts.model import Contract, Edge, Phenomenon
 
@@ -400,7 +400,6 @@ def best_candidate(fry: np.ndarray, qf: np.ndarray, ff: np.ndarray) -> int:
 
 
 MIN_VARIANCE = 1e-12  # a column varying less than this beyond the other features is not scored
-EPS = float(np.finfo(float).eps)
 
 
 # size: the sums and their bounds, as `grouped_sums` gives them

@@ -383,7 +383,7 @@ def read_ndjson(path: Path) -> pl.DataFrame:
     return pl.read_ndjson(path, infer_schema_length=None)
 
 
-NDJSON_BLOCK = 1 << 20  # a nested file's lines are depth-scanned a MiB at a time (the scan costs ~35 B a bracket)
+NDJSON_BLOCK = MIB  # a nested file is depth-scanned a MiB of whole lines at a time (~35 B a bracket)
 
 
 def _check_ndjson_depth(data: bytes, path: Path) -> None:
