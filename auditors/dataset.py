@@ -48,6 +48,8 @@ FACTOR_MARGIN = 0.75  # and the factor matched must be clearly nearer than the n
 UNIT_WINDOW_DAYS = 14  # each unit's level is compared two weeks before and after the switch
 UNIT_STEP_SHARE = 0.5  # a unit switches if its level moves at least half the factor, in its direction
 UNITS_SWITCHING = 0.8  # a system migration moves at least 80% of units on the same day
+SMALL_FACTOR = 10  # a factor under this (kg to lb) is a step a real shared cause can also take in a day
+SCATTER_ALLOWANCE = 2.25  # a conversion's day scatters units' steps at most this many times an ordinary day's
 SUFFIXES = re.compile(r"\b(inc|llc|ltd|plc|group|co|and sons|corp)\b\.?")
 
 
@@ -606,8 +608,6 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
     # changes are gradual or the wrong size, and are left alone.
     if abs(jump) < np.log(MIN_JUMP) or abs(local - jump) > SHARPNESS * abs(jump):
         return frame
-    if dense and not _sharp_over_days(frame, column, from_day, jump):
-        return frame
     estimates = [(local, se), _whole_step(days, logs, from_day)]
     if "unit_id" in frame.columns:
         estimates.append(_unit_step(frame, column, from_day, local, se))
@@ -616,6 +616,11 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
     if len(matched) != 1:  # no estimate of the step names a factor, or two name different ones
         return frame
     factor = matched.pop()
+    if dense and not _persists(frame, column, from_day, factor, PERSIST_DAYS):
+        # In a daily report a switch moves the units between the few reports either side of its day, even
+        # when a bad day blurs it or the level climbs steeply through it; a load ramping up over its first
+        # weeks (which three weeks either side make look sharp) moves them far less.
+        return frame
     if "unit_id" in frame.columns and not _every_unit_switches(frame, column, from_day, factor):
         return frame  # a lever changed for some units (a policy), not the unit of the whole system
     fixed = pl.when(pl.col("day") >= from_day).then(pl.col(column) / factor).otherwise(pl.col(column))
@@ -664,7 +669,8 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
     """The day most units' values jump from their previous report by the same plausible factor.
 
     The largest few report-to-report steps are tried in turn (a week from either end of the data): a
-    level near zero early in a season can jump further than a switch, but it does not persist."""
+    level near zero early in a season can jump further than a switch, but it does not persist. A small
+    factor's step must also move the units alike (SCATTER_ALLOWANCE)."""
     steps = (
         frame.filter(pl.col(column) > 0)
         .sort("unit_id", "day")
@@ -678,10 +684,15 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
     if steps.height == 0:
         return None
     first, last = int(frame["day"].min()), int(frame["day"].max())
-    by_day = steps.group_by("day").agg(pl.col("step").median().alias("m"), pl.len().alias("n"))
+    by_day = steps.group_by("day").agg(
+        pl.col("step").median().alias("m"),
+        (pl.col("step") - pl.col("step").median()).abs().median().alias("scatter"),
+        pl.len().alias("n"),
+    )
     by_day = by_day.filter(
         (pl.col("n") >= MIN_UNITS_FOR_STEP) & pl.col("day").is_between(first + EDGE_DAYS, last - EDGE_DAYS)
     )
+    ordinary_scatter = by_day["scatter"].median()
     spread = 1.25 * 1.4826 * float((steps["step"] - steps["step"].median()).abs().median())
     # The step report to report must name a factor (with the noise of a day-to-day change); the largest
     # few that do are tried (a bigger step naming no factor, a dry spell ending, does not crowd them out).
@@ -693,6 +704,10 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
     for best, factor in named:
         # It must persist: each unit's reports in the few days after stay at the new level (a dip does not).
         if not all(_persists(frame, column, int(best["day"]), factor, days) for days in (PERSIST_DAYS, SETTLED_DAYS)):
+            continue
+        # A conversion multiplies every unit by the same factor, so units' steps that day scatter as on any
+        # day; a shared cause moving a volatile load 2.2x moves each site by its own amount.
+        if abs(np.log(factor)) < np.log(SMALL_FACTOR) and best["scatter"] > SCATTER_ALLOWANCE * ordinary_scatter:
             continue
         on_day = steps.filter(pl.col("day") == best["day"])["step"].to_numpy()
         share = UNIT_STEP_SHARE * abs(np.log(factor))
@@ -719,14 +734,6 @@ def _persists(frame: pl.DataFrame, column: str, day: int, factor: float, reports
     those before: a switch holds for good, rain or a holiday moves the level and lets it go."""
     step = _window_step(frame, column, day, reports)
     return step is not None and step[0] * np.sign(np.log(factor)) >= UNIT_STEP_SHARE * abs(np.log(factor))
-
-
-def _sharp_over_days(frame: pl.DataFrame, column: str, day: int, jump: float) -> bool:
-    """Whether a daily report's units step by (nearly) the whole jump between the few reports either side of
-    `day`: a switch blurred by one bad day still does, a level ramping up over its first weeks (a load
-    building up, which three weeks either side make look sharp) does not."""
-    step = _window_step(frame, column, day, PERSIST_DAYS)
-    return step is not None and abs(step[0] - jump) <= SHARPNESS * abs(jump)
 
 
 def _whole_step(days: np.ndarray, logs: np.ndarray, day: int) -> tuple[float, float]:

@@ -144,3 +144,53 @@ def test_a_load_ramping_up_over_its_first_weeks_is_not_taken_for_pounds():
         level[start : start + days] = np.geomspace(93.0, 205.0, days)
         frame = daily_panel(level, seed=seed, noise=0.1)
         assert repair_unit_drift(frame, "cost", "kg BOD/ML/day").equals(frame), (start, days, seed)
+
+
+def volatile_load(seed: int) -> pl.DataFrame:
+    """Sites answering a volatile shared driver, each with its own elasticity (0.3 to 1.7): the driver's log
+    walks with a few lasting jumps, one of them on day 99 by the kg -> lb factor at the median site
+    (environment-854, -972 of the README's build)."""
+    rng = np.random.default_rng(seed)
+    driver = np.cumsum(rng.normal(0, 0.02, DAYS))
+    for day, jump in ((60, -1.2), (99, np.log(2.20462)), (170, 1.6), (240, -2.0), (300, 1.3)):
+        driver[day:] += jump
+    elasticity = np.linspace(0.3, 1.7, UNITS)[rng.permutation(UNITS)]
+    site = rng.lognormal(np.log(200), 0.3, UNITS)
+    values = site[:, None] * np.exp(elasticity[:, None] * driver[None, :]) * rng.lognormal(0, 0.05, (UNITS, DAYS))
+    return pl.DataFrame(
+        {
+            "unit_id": np.repeat(np.arange(UNITS), DAYS),
+            "day": np.tile(np.arange(DAYS), UNITS),
+            "cost": values.reshape(-1).round(2),
+        }
+    )
+
+
+def test_a_volatile_load_stepping_by_the_pounds_factor_through_a_shared_cause_is_left_alone():
+    """Every site moves about 2.2x on one day and stays there, as a switch to pounds would make it. But a
+    conversion multiplies every site by the same factor, and here each site moves by its own amount: the
+    units' steps that day scatter far more than on an ordinary day."""
+    for seed in range(4):
+        frame = volatile_load(seed)
+        assert repair_unit_drift(frame, "cost", "kg BOD/ML/day").equals(frame), seed
+
+
+def test_a_switch_to_pounds_in_a_volatile_load_is_still_undone():
+    for seed in range(4):
+        clean = volatile_load(seed)
+        fixed = repair_unit_drift(switched(clean, 210, 2.20462), "cost", "kg BOD/ML/day")
+        assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-6), seed
+
+
+def test_a_switch_to_pounds_inside_a_steep_climb_is_undone():
+    """A harvest climbing half a log unit over a month, falling a little on the very day the system moved to
+    pounds (agriculture-310 of the README's build): the three weeks either side differ by more than
+    the factor, the reports either side of the day by less, but by more than half of it."""
+    for seed in range(4):
+        level = np.full(DAYS, 1500.0)
+        level[130:160] *= np.geomspace(1.0, np.exp(0.5), 30)
+        level[160:] *= np.exp(0.5)
+        level[145:] *= 0.75
+        clean = daily_panel(level, seed=seed, noise=0.1)
+        fixed = repair_unit_drift(switched(clean, 145, 2.20462), "cost", "kg/day")
+        assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-6), seed
