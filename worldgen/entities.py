@@ -12,6 +12,8 @@ Everything reads the contract (calendar, measures, name styles, regions, party a
 from __future__ import annotations
 
 import functools
+import itertools
+from collections import OrderedDict
 
 import numpy as np
 from faker import Faker
@@ -40,8 +42,36 @@ CAP_ROUNDS = 12
 @functools.cache
 def _faker() -> Faker:
     """One Faker per process: building one loads every provider (~15 ms, once per canonical attempt). Its
-    only state is its own random.Random, which `seed_instance` re-seeds from scratch for every world."""
-    return Faker("en_US")
+    only state is its own random.Random, which `seed_instance` re-seeds from scratch for every world. Its
+    providers pick one weighted word by cumulative weights summed once per word list (`_weighted_pick`)."""
+    fake = Faker("en_US")
+    for provider in fake.providers:
+        provider.random_elements = functools.partial(_weighted_pick, provider, provider.random_elements)
+    return fake
+
+
+def _weighted_pick(provider, plain, elements=("a", "b", "c"), length=None, unique=False, use_weighting=None):
+    """Faker's `random_elements` (`plain`), with one weighted pick from an OrderedDict word list drawn as
+    Faker draws it, `random.choices(words, weights, k=1)`, but from cumulative weights summed once per list:
+    `choices` sums the weights into exactly those on every call (~100 us for a list of a thousand last
+    names), then makes the same single draw. Every other call is Faker's own."""
+    weighted = provider.__use_weighting__ if use_weighting is None else use_weighting
+    if length != 1 or unique or not weighted or not isinstance(elements, OrderedDict):
+        return plain(elements, length, unique, use_weighting)
+    words, cumulative = _cumulative_weights(elements)
+    return provider.generator.random.choices(words, cum_weights=cumulative, k=1)
+
+
+_CUMULATIVE: dict[int, tuple[OrderedDict, tuple, list]] = {}  # id of a word list -> (it, its words, cum. weights)
+
+
+def _cumulative_weights(elements: OrderedDict) -> tuple[tuple, list]:
+    """A Faker word list's words and running sums of their weights (Faker's lists are constants of its
+    providers; the list itself is kept so that its id cannot be reused by another)."""
+    cached = _CUMULATIVE.get(id(elements))
+    if cached is None or cached[0] is not elements:
+        cached = _CUMULATIVE[id(elements)] = (elements, tuple(elements), list(itertools.accumulate(elements.values())))
+    return cached[1], cached[2]
 
 
 def draw_entities(contract: Contract, rng: np.random.Generator, named: bool = True) -> dict[str, dict[str, np.ndarray]]:
@@ -208,10 +238,12 @@ def place_events(
     """Each event's unit (0-based), day and time in seconds, in time order, registered on the grid: the
     events' first draws from the volume step's stream."""
     flat = counts.reshape(-1)
-    cells = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
-    unit_idx, day = cells // grid.periods, cells % grid.periods
-    time = day * 86400 + _seconds_of_day(contract, cells.size, rng)
-    order = _stable_order(time * grid.units + unit_idx, cells.size)  # by time, then unit, then cell
+    # Each cell's unit and day repeated per event (the quotient and remainder of the cell number by the
+    # periods, without dividing a number per event).
+    unit_idx = np.repeat(np.repeat(np.arange(grid.units, dtype=np.int64), grid.periods), flat)
+    day = np.repeat(np.tile(np.arange(grid.periods, dtype=np.int64), grid.units), flat)
+    time = day * 86400 + _seconds_of_day(contract, day.size, rng)
+    order = _stable_order(time * grid.units + unit_idx, day.size)  # by time, then unit, then cell
     unit_idx, day, time = unit_idx[order], day[order], time[order]
     grid.set_events(unit_idx, day)
     return unit_idx, day, time

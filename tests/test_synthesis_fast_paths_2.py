@@ -1,0 +1,114 @@
+"""The generator's fast paths of the fourth speed round against their plain computations, bit for bit:
+Faker's weighted word picks from cumulative weights summed once; events' units and days repeated per cell
+instead of divided out of the cell number; a rating's points below the top counted column by column; the
+relocated fits' normal equations solved in one stacked call."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+from faker import Faker
+
+from personas import builtin_personas
+from worldgen import skeleton
+from worldgen.build import persona_for
+from worldgen.contract import WorldSpec, build_contract
+from worldgen.entities import _faker, _seconds_of_day, _stable_order, place_events
+from worldgen.estimation import _swapped_solutions, _swapped_solutions_plain
+from worldgen.grid import Grid
+from worldgen.observation import _points_below
+from worldgen.packs import get_pack
+from worldgen.seeding import Streams
+
+# Every Faker method unit names use (`entities._unit_name`), and the plain word pickers under them.
+NAME_METHODS = ("company", "city", "name", "city_suffix", "first_name", "last_name", "company_suffix")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7, 2**31 - 1, 123_456_789])
+def test_weighted_picks_give_stock_fakers_names(seed):
+    fast, plain = _faker(), Faker("en_US")
+    fast.seed_instance(seed)
+    plain.seed_instance(seed)
+    for k in range(300):
+        method = NAME_METHODS[k % len(NAME_METHODS)]
+        assert getattr(fast, method)() == getattr(plain, method)(), (seed, k, method)
+    # Calls the fast path leaves to Faker (several picks, unique picks, no weighting, a plain sequence) go
+    # on from the same state alike.
+    weighted = OrderedDict([("a", 0.5), ("b", 0.2), ("c", 0.3)])
+    for kwargs in ({"length": 5}, {"length": 2, "unique": True}, {"length": 1, "use_weighting": False}, {}):
+        assert fast.random_elements(weighted, **kwargs) == plain.random_elements(weighted, **kwargs), kwargs
+    assert fast.random_elements(("a", "b", "c"), length=1) == plain.random_elements(("a", "b", "c"), length=1)
+    assert fast.random_element(weighted) == plain.random_element(weighted)
+    assert fast.company() == plain.company()
+
+
+def _draft(index: int):
+    persona = persona_for(0, index, builtin_personas())
+    pack, streams = get_pack(persona.domain), Streams(0, index)
+    dag = skeleton.sample_skeleton(pack, streams.rng("skeleton"), persona.focus)
+    return build_contract(WorldSpec(0, index, "small", persona), pack, dag, streams)
+
+
+def _place_events_plain(counts, contract, grid, rng):
+    """`entities.place_events` with each event's unit and day divided out of its cell number."""
+    flat = counts.reshape(-1)
+    cells = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
+    unit_idx, day = cells // grid.periods, cells % grid.periods
+    time = day * 86400 + _seconds_of_day(contract, cells.size, rng)
+    order = _stable_order(time * grid.units + unit_idx, cells.size)
+    return unit_idx[order], day[order], time[order]
+
+
+@pytest.mark.parametrize("index", [0, 3])
+@pytest.mark.parametrize("units, periods, rate", [(1, 1, 3.0), (3, 7, 0.0), (5, 40, 2.5), (17, 365, 6.0)])
+def test_event_units_and_days_repeated_per_cell_are_the_divided_ones(index, units, periods, rate):
+    contract = _draft(index)
+    counts = np.random.default_rng(units * periods).poisson(rate, (units, periods))
+    fast = place_events(counts, contract, Grid(units, periods), np.random.default_rng(index))
+    plain = _place_events_plain(counts, contract, Grid(units, periods), np.random.default_rng(index))
+    for a, b in zip(fast, plain, strict=True):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_points_below_counts_as_the_rows_by_points_comparison(seed):
+    rng = np.random.default_rng(seed)
+    n, points = int(rng.integers(0, 3000)), int(rng.integers(1, 11))
+    cdf = np.cumsum(rng.random((n, points + 1)) ** 3, axis=1)
+    u = rng.random(n) * cdf[:, -1]
+    u[: n // 10] = cdf[: n // 10, int(rng.integers(points + 1))]  # draws on a boundary: not above it
+    fast, plain = _points_below(u, cdf), (u[:, None] > cdf).sum(axis=1)
+    assert fast.dtype == plain.dtype and fast.tobytes() == plain.tobytes()
+
+
+def _normal_equations(rng: np.random.Generator, rows: int, p: int, m: int):
+    X = rng.standard_normal((rows, p))
+    X[:, 0] = 1.0
+    F = (rng.standard_normal((rows, 1)) > rng.standard_normal(m)).astype(float)
+    y = X @ rng.standard_normal(p) + rng.standard_normal(rows)
+    return X.T @ X, X.T @ y, X.T @ F, np.einsum("ij,ij->j", F, F), F.T @ y
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_stacked_swapped_solutions_are_the_ones_solved_one_by_one(seed):
+    rng = np.random.default_rng(seed)
+    p, m = int(rng.integers(1, 25)), int(rng.integers(0, 40))
+    A, b, XtF, FtF, Fty = _normal_equations(rng, 200, p, m)
+    k = int(rng.integers(p))
+    picked = np.sort(rng.choice(m, int(rng.integers(0, m + 1)), replace=False)) if m else np.arange(0)
+    fast = _swapped_solutions(A, b, k, XtF, FtF, Fty, picked)
+    plain = _swapped_solutions_plain(A, b, k, XtF, FtF, Fty, picked)
+    assert len(fast) == len(plain)
+    assert all(f.shape == q.shape == (p,) and f.tobytes() == q.tobytes() for f, q in zip(fast, plain, strict=True))
+
+
+def test_a_singular_swap_is_left_out_as_one_by_one():
+    rng = np.random.default_rng(5)
+    A, b, XtF, FtF, Fty = _normal_equations(rng, 100, 4, 6)
+    XtF[:, 2], FtF[2], Fty[2] = 0.0, 0.0, 0.0  # candidate 2's feature is all zeros: its equations are singular
+    fast = _swapped_solutions(A, b, 1, XtF, FtF, Fty, np.arange(6))
+    plain = _swapped_solutions_plain(A, b, 1, XtF, FtF, Fty, np.arange(6))
+    assert len(fast) == len(plain) < 6
+    assert all(f.tobytes() == q.tobytes() for f, q in zip(fast, plain, strict=True))
