@@ -92,9 +92,18 @@ def _scale(v: Variable, latent: np.ndarray, rng: np.random.Generator) -> np.ndar
     flat = content_mean.ravel()
     cdf = _answer_cdf(flat, points)
     u = rng.random(flat.shape) * cdf[:, -1]
-    drop = (u[:, None] > cdf).sum(axis=1).reshape(latent.shape)
+    drop = _points_below(u, cdf).reshape(latent.shape)
     drop = np.where(rng.random(latent.shape) < angry, points, drop)
     return np.where(np.isnan(latent), np.nan, hi - drop)
+
+
+def _points_below(u: np.ndarray, cdf: np.ndarray) -> np.ndarray:
+    """How many of its row's cumulative weights each draw exceeds: `(u[:, None] > cdf).sum(axis=1)`, counted
+    one column at a time (a rating has a handful of points) instead of through a (rows, points) array."""
+    drop = np.zeros(len(u), dtype=np.int64)
+    for column in cdf.T:
+        drop += u > column
+    return drop
 
 
 @functools.cache
