@@ -73,7 +73,7 @@ def _duration(v: Variable, latent: np.ndarray, rng: np.random.Generator) -> np.n
     """The latent duration times a mean-one log-normal: the mean stays the latent level, the spread grows
     with it and the right tail is long, as waits, lead times and delays are. The luck is as wide as the
     causes move the level (or as the variable's sd, if wider), so strong causes do not hide the tail."""
-    spread = max(v.sd, float(np.nanstd(latent))) if np.isfinite(latent).any() else v.sd
+    spread = max(v.sd, nan_mean_sd(latent)[1]) if np.isfinite(latent).any() else v.sd
     cv = DURATION_NOISE * spread / v.mean if v.mean > 0 else DURATION_NOISE
     sigma = np.sqrt(np.log1p(cv**2))
     luck = np.exp(sigma * rng.standard_normal(latent.shape) - sigma**2 / 2)
@@ -138,6 +138,14 @@ def _answer_cdf(content_mean: np.ndarray, points: int) -> np.ndarray:
     return np.take(_answer_cdf_plain(values, points), inverse.reshape(-1), axis=0)
 
 
+def nan_mean_sd(values: np.ndarray) -> tuple[float, float]:
+    """`np.nanmean` and `np.nanstd` of a float array. Without a blank they are `np.mean` and `np.std` of the
+    same contiguous array, the same sums in the same order, ~3x faster without the masked copies."""
+    if values.size and values.flags.c_contiguous and not np.isnan(values).any():
+        return float(np.mean(values)), float(np.std(values))
+    return float(np.nanmean(values)), float(np.nanstd(values))
+
+
 def roll(daily: np.ndarray, window: int, is_open: np.ndarray | None) -> np.ndarray:
     """Trailing mean over the last `window` days of a (units, periods) array, counting open days only."""
     values = np.where(is_open, daily, np.nan) if is_open is not None else daily
@@ -158,7 +166,8 @@ def respond(v: Variable, latent: np.ndarray, rng: np.random.Generator) -> np.nda
     estimated among answers are unbiased.
     """
     share = v.response or 0.0
-    z = (latent - np.nanmean(latent)) / (np.nanstd(latent) or 1.0)
+    mean, sd = nan_mean_sd(latent)
+    z = (latent - mean) / (sd or 1.0)
     weight = np.exp(-0.5 * np.nan_to_num(z))
     p = np.clip(share * weight / weight.mean(), 0.0, 1.0)
     return rng.random(latent.shape) < p
