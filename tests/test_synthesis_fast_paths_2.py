@@ -1,10 +1,12 @@
 """The generator's fast paths of the fourth speed round against their plain computations, bit for bit:
 Faker's weighted word picks from cumulative weights summed once; events' units and days repeated per cell
 instead of divided out of the cell number; a rating's points below the top counted column by column; the
-relocated fits' normal equations solved in one stacked call."""
+relocated fits' normal equations solved in one stacked call; the mean and sd of a float array without blanks
+by numpy's plain mean and std; who signed up by each day looked up per day of the timeline."""
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -15,10 +17,10 @@ from personas import builtin_personas
 from worldgen import skeleton
 from worldgen.build import persona_for
 from worldgen.contract import WorldSpec, build_contract
-from worldgen.entities import _faker, _seconds_of_day, _stable_order, place_events
+from worldgen.entities import _faker, _Pool, _seconds_of_day, _stable_order, place_events
 from worldgen.estimation import _swapped_solutions, _swapped_solutions_plain
 from worldgen.grid import Grid
-from worldgen.observation import _points_below
+from worldgen.observation import _points_below, nan_mean_sd
 from worldgen.packs import get_pack
 from worldgen.seeding import Streams
 
@@ -112,3 +114,35 @@ def test_a_singular_swap_is_left_out_as_one_by_one():
     plain = _swapped_solutions_plain(A, b, 1, XtF, FtF, Fty, np.arange(6))
     assert len(fast) == len(plain) < 6
     assert all(f.tobytes() == q.tobytes() for f, q in zip(fast, plain, strict=True))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_nan_mean_sd_is_numpys_nanmean_and_nanstd(seed):
+    rng = np.random.default_rng(seed)
+    shape = [(int(rng.integers(0, 300)),), (int(rng.integers(1, 60)), int(rng.integers(1, 400)))][seed % 2]
+    values = rng.standard_normal(shape) * rng.uniform(0.01, 1e4) + rng.uniform(-1e5, 1e5)
+    if seed % 4 == 3 and values.size:  # some blanks: the plain way
+        values.reshape(-1)[rng.integers(values.size, size=3)] = np.nan
+    if seed % 5 == 4:  # a strided view: the plain way
+        values = values[..., ::2]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fast, plain = nan_mean_sd(values), (float(np.nanmean(values)), float(np.nanstd(values)))
+    assert np.array(fast).tobytes() == np.array(plain).tobytes()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_signed_up_by_day_is_the_searched_count(seed):
+    rng = np.random.default_rng(seed)
+    members = np.arange(int(rng.integers(1, 400)))
+    signup = rng.integers(-200, 365, size=len(members))
+    pool = _Pool(members, signup, rng.gamma(1.0, 1.0, len(members)))
+    for days in (
+        np.sort(rng.integers(0, 365, 5000)),
+        rng.integers(0, 700, 300),  # beyond the table so far: it grows
+        rng.integers(-50, 365, 300),  # before the timeline: searched
+        np.array([], dtype=np.int64),
+        rng.integers(0, 365, 100).astype(float),
+    ):
+        fast, plain = pool.signed_up_by(days), np.searchsorted(pool.signup, days, side="right")
+        assert fast.dtype == plain.dtype and fast.tobytes() == plain.tobytes()

@@ -418,6 +418,9 @@ def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
     return np.sort(key * n + np.arange(n, dtype=np.int64)) % n
 
 
+LOOKUP_DAYS = 100_000  # a pool looks up who signed up by days 0 .. this (a table of at most 800 kB)
+
+
 class _Pool:
     """The parties one draw picks from, sorted by sign-up day once for every round of draws (the stable
     sort keeps equal sign-up days in member order)."""
@@ -426,11 +429,23 @@ class _Pool:
         self.members = members[np.argsort(signup[members], kind="stable")]
         self.signup = signup[self.members]
         self.cumulative = np.cumsum(activity[self.members])
+        self.by_day = np.zeros(0, dtype=np.intp)  # signed up by day d, for d = 0, 1, ... (`signed_up_by`)
+
+    def signed_up_by(self, day: np.ndarray) -> np.ndarray:
+        """How many members signed up on or before each day, `np.searchsorted(self.signup, day, "right")`:
+        looked up per day of the timeline (a few hundred searches, once per pool) instead of searched per
+        event (tens of thousands); any other day is searched."""
+        if not day.size or day.dtype.kind not in "iu" or day.min() < 0 or day.max() >= LOOKUP_DAYS:
+            return np.searchsorted(self.signup, day, side="right")
+        last = int(day.max())
+        if last >= len(self.by_day):
+            self.by_day = np.searchsorted(self.signup, np.arange(last + 1, dtype=day.dtype), side="right")
+        return self.by_day[day]
 
     def draw(self, day: np.ndarray, luck: np.ndarray) -> np.ndarray:
         """For each day, one member who signed up on or before it, in proportion to activity (`luck`: one
         uniform draw per day)."""
-        eligible = np.searchsorted(self.signup, day, side="right")
+        eligible = self.signed_up_by(day)
         eligible = np.maximum(eligible, 1)  # a day before anyone signed up falls to the earliest member
         pick = np.searchsorted(self.cumulative, luck * self.cumulative[eligible - 1], side="right")
         return self.members[np.minimum(pick, eligible - 1)]
