@@ -146,3 +146,16 @@ def test_signed_up_by_day_is_the_searched_count(seed):
     ):
         fast, plain = pool.signed_up_by(days), np.searchsorted(pool.signup, days, side="right")
         assert fast.dtype == plain.dtype and fast.tobytes() == plain.tobytes()
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 255, 256, 257, 5000])
+def test_rows_packed_in_the_low_bits_sort_as_a_stable_argsort(n):
+    """Keys up to the largest that leaves room for the row's bits are packed (the top one among them),
+    larger ones take the stable argsort; either way the order is lexsort's."""
+    rng = np.random.default_rng(n)
+    largest = (1 << (63 - int(n).bit_length())) - 1
+    for top in (10, largest, largest + 1, 2**63 - 1):
+        key = rng.integers(0, top, n, endpoint=True)
+        key[rng.integers(n)] = top
+        key[: n // 3] = key[n // 3 : 2 * (n // 3)]  # ties
+        assert np.array_equal(_stable_order(key, n), np.lexsort((np.arange(n), key))), top
