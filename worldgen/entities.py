@@ -310,7 +310,10 @@ def _parties_for(
     grouped = np.argsort(pool_of, kind="stable")[n - int(sizes.sum()) :]  # by pool, in row order within one
     bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
     signup = parties["signup_day"]
-    everyone = np.arange(len(parties["party_id"]))
+    # Everyone by sign-up day (ties by number), sorted once: a region's members in that order are the ones
+    # its pool would sort them into, so each pool's own stable sort finds them already in order.
+    everyone = np.argsort(signup, kind="stable")
+    region_by_signup = parties["region"][everyone]
     pools: list[_Pool | None] = [None] * (len(regions) + 1)
     chosen = np.zeros(n, dtype=np.int64)
     todo: np.ndarray | None = None  # the events left to do, by row; None: all
@@ -324,7 +327,7 @@ def _parties_for(
             if redo.size:
                 luck = rng.random(redo.size)
                 if pools[k] is None:
-                    members = everyone if k == 0 else np.flatnonzero(parties["region"] == regions[k - 1])
+                    members = everyone if k == 0 else everyone[region_by_signup == regions[k - 1]]
                     if members.size == 0:  # nobody lives there: anyone eligible
                         members = everyone
                     pools[k] = _Pool(members, signup, activity)
