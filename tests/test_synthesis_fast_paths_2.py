@@ -2,7 +2,8 @@
 Faker's weighted word picks from cumulative weights summed once; events' units and days repeated per cell
 instead of divided out of the cell number; a rating's points below the top counted column by column; the
 relocated fits' normal equations solved in one stacked call; the mean and sd of a float array without blanks
-by numpy's plain mean and std; who signed up by each day looked up per day of the timeline."""
+by numpy's plain mean and std; who signed up by each day looked up per day of the timeline; the packed sort's
+row in the low bits; a panel gathered onto the events by flat cell."""
 
 from __future__ import annotations
 
@@ -159,3 +160,15 @@ def test_rows_packed_in_the_low_bits_sort_as_a_stable_argsort(n):
         key[rng.integers(n)] = top
         key[: n // 3] = key[n // 3 : 2 * (n // 3)]  # ties
         assert np.array_equal(_stable_order(key, n), np.lexsort((np.arange(n), key))), top
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_panel_values_gathered_by_event_cell_are_the_two_index_ones(seed):
+    rng = np.random.default_rng(seed)
+    U, T, n = int(rng.integers(1, 30)), int(rng.integers(1, 400)), int(rng.integers(0, 5000))
+    grid = Grid(U, T)
+    unit, day = rng.integers(0, U, n), rng.integers(0, T, n)
+    grid.set_events(unit, day)
+    for values in (rng.standard_normal((U, T)), rng.integers(0, 9, (U, T)), grid.time("panel")):
+        fast, plain = grid.align(values, "panel", "event"), values[unit, day]
+        assert fast.dtype == plain.dtype and fast.tobytes() == plain.tobytes()
