@@ -440,9 +440,8 @@ class _Pool:
         """How many members signed up on or before each day, `np.searchsorted(self.signup, day, "right")`:
         looked up per day of the timeline (a few hundred searches, once per pool) instead of searched per
         event (tens of thousands); any other day is searched."""
-        if not day.size or day.dtype.kind not in "iu" or day.min() < 0 or day.max() >= LOOKUP_DAYS:
+        if not day.size or day.dtype.kind not in "iu" or day.min() < 0 or (last := int(day.max())) >= LOOKUP_DAYS:
             return np.searchsorted(self.signup, day, side="right")
-        last = int(day.max())
         if last >= len(self.by_day):
             self.by_day = np.searchsorted(self.signup, np.arange(last + 1, dtype=day.dtype), side="right")
         return self.by_day[day]
