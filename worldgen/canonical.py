@@ -25,7 +25,7 @@ from contracts.model import Contract, Edge, Variable, structural_edges
 from worldgen.entities import draw_entities, draw_events
 from worldgen.grid import Grid
 from worldgen.mechanisms import MECHANISMS, Scale, resolve
-from worldgen.observation import report, respond
+from worldgen.observation import nan_mean_sd, report, respond
 from worldgen.roots import draw_root, trend_push
 from worldgen.seeding import Streams
 
@@ -145,8 +145,8 @@ class Step:
         values = self.grid_values(name)
         if key[1]:
             values = self.grid.align(values, "event", "panel", fill=np.nan)
-        sd = float(np.nanstd(values))
-        scale = Scale(mean=float(np.nanmean(values)), sd=sd if sd > 0 else v.sd, binary=v.dtype == "binary")
+        mean, sd = nan_mean_sd(values)
+        scale = Scale(mean=mean, sd=sd if sd > 0 else v.sd, binary=v.dtype == "binary")
         if committed:
             self.state.scales[key] = scale
         return scale

@@ -12,6 +12,8 @@ Everything reads the contract (calendar, measures, name styles, regions, party a
 from __future__ import annotations
 
 import functools
+import itertools
+from collections import OrderedDict
 
 import numpy as np
 from faker import Faker
@@ -40,8 +42,36 @@ CAP_ROUNDS = 12
 @functools.cache
 def _faker() -> Faker:
     """One Faker per process: building one loads every provider (~15 ms, once per canonical attempt). Its
-    only state is its own random.Random, which `seed_instance` re-seeds from scratch for every world."""
-    return Faker("en_US")
+    only state is its own random.Random, which `seed_instance` re-seeds from scratch for every world. Its
+    providers pick one weighted word by cumulative weights summed once per word list (`_weighted_pick`)."""
+    fake = Faker("en_US")
+    for provider in fake.providers:
+        provider.random_elements = functools.partial(_weighted_pick, provider, provider.random_elements)
+    return fake
+
+
+def _weighted_pick(provider, plain, elements=("a", "b", "c"), length=None, unique=False, use_weighting=None):
+    """Faker's `random_elements` (`plain`), with one weighted pick from an OrderedDict word list drawn as
+    Faker draws it, `random.choices(words, weights, k=1)`, but from cumulative weights summed once per list:
+    `choices` sums the weights into exactly those on every call (~100 us for a list of a thousand last
+    names), then makes the same single draw. Every other call is Faker's own."""
+    weighted = provider.__use_weighting__ if use_weighting is None else use_weighting
+    if length != 1 or unique or not weighted or not isinstance(elements, OrderedDict):
+        return plain(elements, length, unique, use_weighting)
+    words, cumulative = _cumulative_weights(elements)
+    return provider.generator.random.choices(words, cum_weights=cumulative, k=1)
+
+
+_CUMULATIVE: dict[int, tuple[OrderedDict, tuple, list]] = {}  # id of a word list -> (it, its words, cum. weights)
+
+
+def _cumulative_weights(elements: OrderedDict) -> tuple[tuple, list]:
+    """A Faker word list's words and running sums of their weights (Faker's lists are constants of its
+    providers; the list itself is kept so that its id cannot be reused by another)."""
+    cached = _CUMULATIVE.get(id(elements))
+    if cached is None or cached[0] is not elements:
+        cached = _CUMULATIVE[id(elements)] = (elements, tuple(elements), list(itertools.accumulate(elements.values())))
+    return cached[1], cached[2]
 
 
 def draw_entities(contract: Contract, rng: np.random.Generator, named: bool = True) -> dict[str, dict[str, np.ndarray]]:
@@ -208,10 +238,12 @@ def place_events(
     """Each event's unit (0-based), day and time in seconds, in time order, registered on the grid: the
     events' first draws from the volume step's stream."""
     flat = counts.reshape(-1)
-    cells = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
-    unit_idx, day = cells // grid.periods, cells % grid.periods
-    time = day * 86400 + _seconds_of_day(contract, cells.size, rng)
-    order = _stable_order(time * grid.units + unit_idx, cells.size)  # by time, then unit, then cell
+    # Each cell's unit and day repeated per event (the quotient and remainder of the cell number by the
+    # periods, without dividing a number per event).
+    unit_idx = np.repeat(np.repeat(np.arange(grid.units, dtype=np.int64), grid.periods), flat)
+    day = np.repeat(np.tile(np.arange(grid.periods, dtype=np.int64), grid.units), flat)
+    time = day * 86400 + _seconds_of_day(contract, day.size, rng)
+    order = _stable_order(time * grid.units + unit_idx, day.size)  # by time, then unit, then cell
     unit_idx, day, time = unit_idx[order], day[order], time[order]
     grid.set_events(unit_idx, day)
     return unit_idx, day, time
@@ -278,7 +310,10 @@ def _parties_for(
     grouped = np.argsort(pool_of, kind="stable")[n - int(sizes.sum()) :]  # by pool, in row order within one
     bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
     signup = parties["signup_day"]
-    everyone = np.arange(len(parties["party_id"]))
+    # Everyone by sign-up day (ties by number), sorted once: a region's members in that order are the ones
+    # its pool would sort them into, so each pool's own stable sort finds them already in order.
+    everyone = np.argsort(signup, kind="stable")
+    region_by_signup = parties["region"][everyone]
     pools: list[_Pool | None] = [None] * (len(regions) + 1)
     chosen = np.zeros(n, dtype=np.int64)
     todo: np.ndarray | None = None  # the events left to do, by row; None: all
@@ -292,7 +327,7 @@ def _parties_for(
             if redo.size:
                 luck = rng.random(redo.size)
                 if pools[k] is None:
-                    members = everyone if k == 0 else np.flatnonzero(parties["region"] == regions[k - 1])
+                    members = everyone if k == 0 else everyone[region_by_signup == regions[k - 1]]
                     if members.size == 0:  # nobody lives there: anyone eligible
                         members = everyone
                     pools[k] = _Pool(members, signup, activity)
@@ -379,11 +414,16 @@ def _over_cap_after(
 
 def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
     """The stable argsort of non-negative int64 keys (ties in row order), as np.lexsort((arange(n), key))
-    gives it. The row number is packed below the key so that every value is distinct and a plain sort,
-    several times faster than a stable argsort, gives the same order; keys too large to pack fall back."""
-    if n == 0 or int(key.max()) >= np.iinfo(np.int64).max // n:
+    gives it. The row number is packed in the low bits below the key so that every value is distinct and a
+    plain sort, several times faster than a stable argsort, gives the same order, and masked back out (a
+    shift and a mask cost less than a multiplication and a remainder); keys too large to pack fall back."""
+    bits = int(n).bit_length()  # rows 0 .. n - 1 fit in this many bits
+    if n == 0 or int(key.max()) >= 1 << (63 - bits):
         return np.argsort(key, kind="stable")
-    return np.sort(key * n + np.arange(n, dtype=np.int64)) % n
+    return np.sort((key << bits) | np.arange(n, dtype=np.int64)) & ((1 << bits) - 1)
+
+
+LOOKUP_DAYS = 100_000  # a pool looks up who signed up by days 0 .. this (a table of at most 800 kB)
 
 
 class _Pool:
@@ -394,11 +434,22 @@ class _Pool:
         self.members = members[np.argsort(signup[members], kind="stable")]
         self.signup = signup[self.members]
         self.cumulative = np.cumsum(activity[self.members])
+        self.by_day = np.zeros(0, dtype=np.intp)  # signed up by day d, for d = 0, 1, ... (`signed_up_by`)
+
+    def signed_up_by(self, day: np.ndarray) -> np.ndarray:
+        """How many members signed up on or before each day, `np.searchsorted(self.signup, day, "right")`:
+        looked up per day of the timeline (a few hundred searches, once per pool) instead of searched per
+        event (tens of thousands); any other day is searched."""
+        if not day.size or day.dtype.kind not in "iu" or day.min() < 0 or (last := int(day.max())) >= LOOKUP_DAYS:
+            return np.searchsorted(self.signup, day, side="right")
+        if last >= len(self.by_day):
+            self.by_day = np.searchsorted(self.signup, np.arange(last + 1, dtype=day.dtype), side="right")
+        return self.by_day[day]
 
     def draw(self, day: np.ndarray, luck: np.ndarray) -> np.ndarray:
         """For each day, one member who signed up on or before it, in proportion to activity (`luck`: one
         uniform draw per day)."""
-        eligible = np.searchsorted(self.signup, day, side="right")
+        eligible = self.signed_up_by(day)
         eligible = np.maximum(eligible, 1)  # a day before anyone signed up falls to the earliest member
         pick = np.searchsorted(self.cumulative, luck * self.cumulative[eligible - 1], side="right")
         return self.members[np.minimum(pick, eligible - 1)]

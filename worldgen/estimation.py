@@ -164,15 +164,44 @@ def _relocated_fits(
             F = F[keep]
         XtF, FtF, Fty = X.T @ F, np.einsum("ij,ij->j", F, F), F.T @ y
         varies = FtF - F.sum(axis=0) ** 2 / max(len(y), 1) > 1e-12 * max(len(y), 1)
-        for m in np.flatnonzero(varies):  # the normal equations with column k swapped for the candidate's feature
-            A_m, b_m = A.copy(), b.copy()
-            A_m[k, :], A_m[:, k], b_m[k] = XtF[:, m], XtF[:, m], Fty[m]
-            A_m[k, k] = FtF[m]
-            try:
-                out.append(np.linalg.solve(A_m, b_m))
-            except np.linalg.LinAlgError:
-                continue
+        out = _swapped_solutions(A, b, k, XtF, FtF, Fty, np.flatnonzero(varies))
     fit.memo[key] = out
+    return out
+
+
+def _swapped_solutions(
+    A: np.ndarray, b: np.ndarray, k: int, XtF: np.ndarray, FtF: np.ndarray, Fty: np.ndarray, candidates: np.ndarray
+) -> list[np.ndarray]:
+    """The solutions of the normal equations A x = b with column k swapped for each candidate m's feature
+    (X'F[:, m], F'F[m], F'y[m]), in candidate order, leaving out those whose equations are singular. All
+    candidates go to LAPACK in one stacked call (the same solve per matrix as one by one) unless one is
+    singular, which fails the stacked call: then one by one (`_swapped_solutions_plain`)."""
+    if not len(candidates):
+        return []
+    systems = np.repeat(A[None, :, :], len(candidates), axis=0)
+    rhs = np.repeat(b[None, :], len(candidates), axis=0)
+    features = XtF[:, candidates].T
+    systems[:, k, :], systems[:, :, k], rhs[:, k] = features, features, Fty[candidates]
+    systems[:, k, k] = FtF[candidates]
+    try:
+        return list(np.linalg.solve(systems, rhs[:, :, None])[:, :, 0])
+    except np.linalg.LinAlgError:
+        return _swapped_solutions_plain(A, b, k, XtF, FtF, Fty, candidates)
+
+
+def _swapped_solutions_plain(
+    A: np.ndarray, b: np.ndarray, k: int, XtF: np.ndarray, FtF: np.ndarray, Fty: np.ndarray, candidates: np.ndarray
+) -> list[np.ndarray]:
+    """`_swapped_solutions` one candidate at a time."""
+    out = []
+    for m in candidates:
+        A_m, b_m = A.copy(), b.copy()
+        A_m[k, :], A_m[:, k], b_m[k] = XtF[:, m], XtF[:, m], Fty[m]
+        A_m[k, k] = FtF[m]
+        try:
+            out.append(np.linalg.solve(A_m, b_m))
+        except np.linalg.LinAlgError:
+            continue
     return out
 
 
@@ -313,8 +342,9 @@ def fit_child(contract: Contract, state: CanonicalState, child: str) -> Fit | No
     Xf, yf = (X, y) if fitted.all() else (X[fitted], y[fitted])
     coef, *_ = np.linalg.lstsq(Xf, yf, rcond=None)
     sigma2 = float(np.sum((yf - Xf @ coef) ** 2)) / (int(fitted.sum()) - X.shape[1])
-    # Two buffers (a mask copies), as ever: numpy takes X'X of one buffer as syrk.
-    cov = sigma2 * np.linalg.pinv(Xf.T @ X[fitted])
+    # Two buffers, as ever: numpy takes X'X of one buffer as syrk. The second is a plain copy of the fitted
+    # rows (the same array as X[fitted], without gathering through the mask).
+    cov = sigma2 * np.linalg.pinv(Xf.T @ Xf.copy())
     return Fit(child, rows, y, day, X, owner, coef, cov, v.observe == "rolling")
 
 

@@ -73,7 +73,7 @@ def _duration(v: Variable, latent: np.ndarray, rng: np.random.Generator) -> np.n
     """The latent duration times a mean-one log-normal: the mean stays the latent level, the spread grows
     with it and the right tail is long, as waits, lead times and delays are. The luck is as wide as the
     causes move the level (or as the variable's sd, if wider), so strong causes do not hide the tail."""
-    spread = max(v.sd, float(np.nanstd(latent))) if np.isfinite(latent).any() else v.sd
+    spread = max(v.sd, nan_mean_sd(latent)[1]) if np.isfinite(latent).any() else v.sd
     cv = DURATION_NOISE * spread / v.mean if v.mean > 0 else DURATION_NOISE
     sigma = np.sqrt(np.log1p(cv**2))
     luck = np.exp(sigma * rng.standard_normal(latent.shape) - sigma**2 / 2)
@@ -92,9 +92,18 @@ def _scale(v: Variable, latent: np.ndarray, rng: np.random.Generator) -> np.ndar
     flat = content_mean.ravel()
     cdf = _answer_cdf(flat, points)
     u = rng.random(flat.shape) * cdf[:, -1]
-    drop = (u[:, None] > cdf).sum(axis=1).reshape(latent.shape)
+    drop = _points_below(u, cdf).reshape(latent.shape)
     drop = np.where(rng.random(latent.shape) < angry, points, drop)
     return np.where(np.isnan(latent), np.nan, hi - drop)
+
+
+def _points_below(u: np.ndarray, cdf: np.ndarray) -> np.ndarray:
+    """How many of its row's cumulative weights each draw exceeds: `(u[:, None] > cdf).sum(axis=1)`, counted
+    one column at a time (a rating has a handful of points) instead of through a (rows, points) array."""
+    drop = np.zeros(len(u), dtype=np.int64)
+    for column in cdf.T:
+        drop += u > column
+    return drop
 
 
 @functools.cache
@@ -129,6 +138,14 @@ def _answer_cdf(content_mean: np.ndarray, points: int) -> np.ndarray:
     return np.take(_answer_cdf_plain(values, points), inverse.reshape(-1), axis=0)
 
 
+def nan_mean_sd(values: np.ndarray) -> tuple[float, float]:
+    """`np.nanmean` and `np.nanstd` of a float array. Without a blank they are `np.mean` and `np.std` of the
+    same contiguous array, the same sums in the same order, ~3x faster without the masked copies."""
+    if values.size and values.flags.c_contiguous and not np.isnan(values).any():
+        return float(np.mean(values)), float(np.std(values))
+    return float(np.nanmean(values)), float(np.nanstd(values))
+
+
 def roll(daily: np.ndarray, window: int, is_open: np.ndarray | None) -> np.ndarray:
     """Trailing mean over the last `window` days of a (units, periods) array, counting open days only."""
     values = np.where(is_open, daily, np.nan) if is_open is not None else daily
@@ -149,7 +166,8 @@ def respond(v: Variable, latent: np.ndarray, rng: np.random.Generator) -> np.nda
     estimated among answers are unbiased.
     """
     share = v.response or 0.0
-    z = (latent - np.nanmean(latent)) / (np.nanstd(latent) or 1.0)
+    mean, sd = nan_mean_sd(latent)
+    z = (latent - mean) / (sd or 1.0)
     weight = np.exp(-0.5 * np.nan_to_num(z))
     p = np.clip(share * weight / weight.mean(), 0.0, 1.0)
     return rng.random(latent.shape) < p

@@ -318,7 +318,8 @@ def _rain(contract: Contract, regions: int, doy: np.ndarray, rng: np.random.Gene
     assert climate is not None, "weather needs the contract's climate"
     phase = rng.uniform(0, 365)
     wetness = np.clip(climate.wet_days * (1 + RAIN_SEASON * np.cos(2 * np.pi * (doy - phase) / 365.25)), 0.01, 0.99)
-    threshold = np.array([NormalDist().inv_cdf(1 - w) for w in wetness])
+    quantile = NormalDist().inv_cdf  # one standard normal for the whole year, its values as Python floats
+    threshold = np.array([quantile(1 - w) for w in wetness.tolist()])
     wet = _shared(rng, regions, len(doy), RAIN_PERSISTENCE) > threshold[None, :]
     amount = rng.gamma(RAIN_SHAPE, climate.wet_mm / RAIN_SHAPE, wet.shape)
     return np.where(wet, amount, 0.0)
