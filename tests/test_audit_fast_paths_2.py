@@ -1,0 +1,160 @@
+"""More of the auditor's fast paths against its plain code, on random and hostile inputs: keys read off their
+bytes and by the regex, rows of ids looked up in a table of their span and by a join."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from auditors.dataset import DENSE_IDS_SPAN, row_of
+from auditors.worldio import (
+    MAX_KEY_BYTES,
+    MAX_KEY_DIGITS,
+    MAX_KEY_WIDTHS,
+    _trailing_digit_bytes,
+    key_numbers,
+    key_to_int,
+)
+
+INT64_MAX = 2**63 - 1
+
+
+def _regex(keys: pl.Series) -> pl.Series | str:
+    """The plain reading (or its error, worded)."""
+    try:
+        return keys.to_frame().select(key_to_int(pl.col(keys.name))).to_series()
+    except pl.exceptions.PolarsError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def _assert_reads_as_the_regex(keys: pl.Series) -> None:
+    expected = _regex(keys)
+    fast = _trailing_digit_bytes(keys)
+    if fast is not None:  # the fast path answers only where the regex reads a number for every key
+        assert not isinstance(expected, str)
+        assert fast.name == expected.name and fast.dtype == expected.dtype
+        assert fast.equals(expected, null_equal=True)
+    try:
+        got = key_numbers(keys)
+    except pl.exceptions.PolarsError as exc:
+        got = f"{type(exc).__name__}: {exc}"
+    if isinstance(expected, str):
+        assert got == expected
+    else:
+        assert got.name == expected.name and got.dtype == expected.dtype
+        assert got.equals(expected, null_equal=True)
+
+
+def _random_keys(rng: np.random.Generator, n: int) -> list[str | None]:
+    prefixes = ["", "R-", "r", "RES_", "CSC-", "a1b", "x9-", "ch", "Ab c", "-", "É", "٣", "R-0"]
+    widths = [0, 1, 3, 5, 6, 17, 18, 19, 21]
+    keys: list[str | None] = []
+    for _ in range(n):
+        prefix = prefixes[rng.integers(len(prefixes))]
+        width = widths[rng.integers(len(widths))]
+        digits = "".join(str(d) for d in rng.integers(0, 10, rng.integers(1, 22)))
+        key = f"{prefix}{digits.zfill(width)}"
+        roll = rng.random()
+        if roll < 0.03:
+            key = None
+        elif roll < 0.05:
+            key = key + rng.choice([" ", "\t", "x", "", "١"])
+        keys.append(key)
+    return keys
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_keys_read_as_the_regex_reads_them(seed):
+    rng = np.random.default_rng(seed)
+    _assert_reads_as_the_regex(pl.Series("k", _random_keys(rng, int(rng.integers(1, 400)))))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_generated_key_styles_read_as_the_regex_reads_them(seed):
+    """Keys as the generator writes them (a fixed prefix, padded or not): the fast path reads them all."""
+    rng = np.random.default_rng(seed)
+    numbers = rng.integers(0, 10 ** int(rng.integers(1, 9)), 500)
+    style = ["CSC-{:06d}", "D{:05d}", "ch{}", "D_{:03d}", "{}", "CH-{:04d}"][seed % 6]
+    keys = pl.Series("k", [style.format(int(x)) for x in numbers])
+    if seed % 3 == 0:
+        keys = keys.scatter(rng.choice(500, 20, replace=False), None)
+    assert _trailing_digit_bytes(keys) is not None
+    _assert_reads_as_the_regex(keys)
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        ["A-" + "9" * MAX_KEY_DIGITS, "A-" + "0" * MAX_KEY_DIGITS],  # the longest run read: below 10**18
+        ["A-" + "9" * (MAX_KEY_DIGITS + 1), "A-1" + "0" * MAX_KEY_DIGITS],  # one more digit: the cast decides
+        ["A-" + "9" * 19, "A-" + "1" * 19],
+        ["A-" + "9" * 20, "A-1"],  # too large for an Int64: the error
+        ["0" * 30 + "12", "7"],  # many leading zeros: fits, read by the cast
+        [str(INT64_MAX), "R-" + str(INT64_MAX)],
+        ["a1b22", "ab122", "a1b23"],  # runs starting at different positions in keys of one length
+        ["1", "12", "123", "a1", "b12"],
+        ["A-1", "A-12", "A-x"],  # a key without a trailing digit
+        ["A-1", "", "A-2"],  # an empty key
+        ["A-1 ", "A-2"],  # a trailing space: the regex skips it
+        ["A-١٢", "A-12"],  # Unicode digits: the regex reads them
+        ["É-12", "E-12"],  # non-ASCII before the digits
+        ["x" * (MAX_KEY_BYTES + 1) + "5", "x5"],  # a key longer than the fast path takes
+        ["x" * MAX_KEY_BYTES + "5", "x5"],
+        [f"{'x' * k}{k}" for k in range(MAX_KEY_WIDTHS + 3)],  # more lengths than the fast path takes
+        [None, None],
+        [None, "A-1", None],
+        ["0", "00", "000"],
+        ["/9", ":9", "9/", "9:"],  # the bytes either side of the digits
+    ],
+)
+def test_hostile_keys_read_as_the_regex_reads_them(keys):
+    _assert_reads_as_the_regex(pl.Series("k", keys * 5, dtype=pl.String))
+
+
+def test_keys_of_one_length_whose_runs_differ_go_the_plain_way():
+    keys = pl.Series("k", ["a1b22", "ab122"])
+    assert _trailing_digit_bytes(keys) is None
+    _assert_reads_as_the_regex(keys)
+
+
+def _joined_rows(keys: pl.Series, ids: pl.Series) -> np.ndarray:
+    """Each key's row in `ids` by a join (-1 where none)."""
+    left = keys.rename("key").to_frame().with_row_index("at")
+    right = ids.rename("key").to_frame().with_row_index("row")
+    joined = left.join(right, on="key", how="left", maintain_order="left").sort("at")
+    assert joined.height == keys.len()  # distinct ids: one row at most per key
+    return joined["row"].cast(pl.Int64).fill_null(-1).to_numpy()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_rows_of_ids_in_a_short_span_are_the_join(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 600))
+    low = int(rng.choice([0, -50, 1_718_556, INT64_MAX - 4 * n, -(2**63)]))
+    span = int(rng.integers(n, DENSE_IDS_SPAN * n + 1))
+    ids = low + rng.choice(span, n, replace=False).astype(np.int64)
+    if rng.random() < 0.5:
+        ids = np.sort(ids)
+    wanted = np.concatenate(
+        [rng.choice(ids, 300), low + rng.integers(-10, span + 10, 300), [-(2**63), INT64_MAX, 0, low, ids.max()]]
+    )
+    wanted = np.clip(wanted, -(2**63), INT64_MAX).astype(np.int64)  # near the ends the offsets may wrap
+    keys = pl.Series("k", wanted, dtype=pl.Int64).scatter(rng.choice(len(wanted), 7, replace=False), None)
+    table = pl.Series("i", ids, dtype=pl.Int64)
+    got = row_of(keys, table)
+    assert got is not None
+    assert np.array_equal(got, _joined_rows(keys, table))
+    twice = pl.concat([table, table.slice(int(rng.integers(n)), 1)])
+    assert row_of(keys, twice) is None  # an id twice: the join repeats rows, the caller joins
+
+
+@pytest.mark.parametrize("spread", [DENSE_IDS_SPAN - 1, DENSE_IDS_SPAN, DENSE_IDS_SPAN + 1, 10**12])
+def test_rows_of_ids_either_side_of_the_span_limit_are_the_join(spread):
+    rng = np.random.default_rng(spread % 97)
+    ids = np.unique(rng.integers(0, 200 * spread, 200)).astype(np.int64)
+    ids[-1] = ids[0] + spread * len(ids)  # the span right at (or past) the limit
+    ids = np.unique(ids)
+    keys = pl.Series("k", np.concatenate([ids[::3], ids[:5] + 1]), dtype=pl.Int64)
+    table = pl.Series("i", rng.permutation(ids), dtype=pl.Int64)
+    assert np.array_equal(row_of(keys, table), _joined_rows(keys, table))
