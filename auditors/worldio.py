@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 
+from auditors.bytescan import braces_not_after, trailing_digit_numbers
 from contracts.errors import ContractError, WorldFormatError
 from contracts.model import DATE_STYLES, SCHEMA_VERSION, TIME_SUFFIX, Contract, Deliverable, load_contract
 from contracts.safeio import (
@@ -299,7 +299,8 @@ def _flat_array(body: bytes) -> bool:
     (if any) opening a record right after the previous one closed (`},{`). Nothing else reaches polars'
     reader, whose type inference takes minutes on a few kilobytes nested a thousand deep (the stdlib path
     refuses those at 64 levels); a string holding a bracket sends its file the plain way too, at its cost."""
-    return body.count(b"[") == 1 and body.count(b"{") - body.count(b"},{") <= 1
+    first = body.find(b"[")
+    return first >= 0 and body.find(b"[", first + 1) < 0 and braces_not_after(body, b"},") <= 1
 
 
 def _sampled_schema(body: bytes) -> dict[str, pl.DataType] | None:
@@ -393,7 +394,7 @@ def _check_ndjson_depth(data: bytes, path: Path) -> None:
     generator's own files) are not scanned; any other file is, bracket by bracket outside strings, in blocks
     of whole lines (a line is one JSON document), so the scan's memory stays bounded whatever the file's size;
     a nested line longer than a block is refused."""
-    if b"[" not in data and data.count(b"{") - data.count(b"\n{") <= 1:
+    if b"[" not in data and braces_not_after(data, b"\n") <= 1:
         return
     start = 0
     while start < len(data):
@@ -557,7 +558,7 @@ def key_numbers(keys: pl.Series) -> pl.Series:
     that end in a digit are read without the regex (`_trailing_digits`)."""
     if keys.dtype == pl.Int64 and (keys.min() is None or keys.min() > INT64_MIN):  # |min| fits in an Int64
         return keys.abs()
-    if keys.dtype == pl.String and (numbers := _trailing_digit_bytes(keys)) is not None:
+    if keys.dtype == pl.String and (numbers := trailing_digit_numbers(keys)) is not None:
         return numbers
     sample = keys.head(KEY_SAMPLE)
     if keys.dtype == pl.String and sample.n_unique() * KEY_REPEATS <= sample.len():
@@ -574,59 +575,6 @@ def key_numbers(keys: pl.Series) -> pl.Series:
     if keys.dtype == pl.String and (numbers := _trailing_digits(keys)) is not None:
         return numbers
     return keys.to_frame().select(key_to_int(pl.col(keys.name))).to_series()
-
-
-MAX_KEY_DIGITS = 18  # any run of this many digits is a number below 10**18, which an Int64 holds
-MAX_KEY_BYTES = 64  # keys longer than this (none of ours) are read the plain ways
-MAX_KEY_WIDTHS = 8  # and so are columns of keys of more lengths than this (one numpy pass per length)
-ASCII_END = 0x80  # bytes from here on belong to multi-byte UTF-8 characters
-
-
-def _trailing_digit_bytes(keys: pl.Series) -> pl.Series | None:
-    """`key_to_int` of a text column read off its bytes with numpy: the keys of each length (a few) as the
-    rows of a byte matrix, read column by column (`_fixed_width_numbers`). Blank keys stay blank. None for
-    any column that is not all ASCII keys of a few lengths ending, each, in the same columns of digits as
-    every key of its length (`\\d` is any Unicode digit; other keys are read the plain ways)."""
-    texts = keys.fill_null("0") if keys.null_count() else keys
-    if texts.is_empty():
-        return None
-    lengths = texts.str.len_bytes().to_numpy()
-    if lengths.min() < 1 or lengths.max() > MAX_KEY_BYTES:
-        return None
-    widths = np.flatnonzero(np.bincount(lengths))
-    if len(widths) > MAX_KEY_WIDTHS:
-        return None
-    numbers = np.zeros(len(lengths), dtype=np.int64)
-    for width in widths:
-        rows = lengths == width
-        same_width = texts if len(widths) == 1 else texts.filter(pl.Series(rows))
-        data = np.frombuffer(same_width.str.join("").item().encode(), dtype=np.uint8)
-        block = _fixed_width_numbers(data.reshape(-1, width).T)
-        if block is None:
-            return None
-        numbers[rows] = block
-    found = pl.Series(keys.name, numbers)  # an int64 array: an Int64 column
-    return found.set(keys.is_null(), None) if keys.null_count() else found
-
-
-def _fixed_width_numbers(keys: np.ndarray) -> np.ndarray | None:
-    """The numbers of the trailing digits of ASCII keys of one length (the columns of a byte matrix, one
-    row per byte position) when every key's run of digits at its end starts at the same position (each
-    key's byte before it is no digit) and is at most MAX_KEY_DIGITS long; None otherwise."""
-    if keys.max() >= ASCII_END:
-        return None
-    digits = np.ascontiguousarray(keys) - np.uint8(ord("0"))  # wraps around below "0": no digit
-    not_all_digits = np.flatnonzero(digits.max(axis=1) > 9)
-    first = int(not_all_digits[-1]) + 1 if len(not_all_digits) else 0  # where the positions of digits start
-    width = keys.shape[0]
-    if first == width or width - first > MAX_KEY_DIGITS:
-        return None  # a key not ending in a digit, or a run too long for an Int64 to be sure to hold it
-    if first > 0 and (digits[first - 1] <= 9).any():
-        return None  # a key whose run starts earlier than the others'
-    numbers = np.zeros(keys.shape[1], dtype=np.int64)
-    for position in range(first, width):
-        numbers = numbers * 10 + digits[position]
-    return numbers
 
 
 def _trailing_digits(keys: pl.Series) -> pl.Series | None:

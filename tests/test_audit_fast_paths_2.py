@@ -1,5 +1,6 @@
 """More of the auditor's fast paths against its plain code, on random and hostile inputs: keys read off their
-bytes and by the regex, rows of ids looked up in a table of their span and by a join."""
+bytes and by the regex, braces counted in blocks and by the bytes' counts, rows of ids looked up in a table of
+their span and by a join."""
 
 from __future__ import annotations
 
@@ -7,15 +8,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from auditors import bytescan
+from auditors.bytescan import MAX_KEY_BYTES, MAX_KEY_DIGITS, MAX_KEY_WIDTHS, trailing_digit_numbers
 from auditors.dataset import DENSE_IDS_SPAN, row_of
-from auditors.worldio import (
-    MAX_KEY_BYTES,
-    MAX_KEY_DIGITS,
-    MAX_KEY_WIDTHS,
-    _trailing_digit_bytes,
-    key_numbers,
-    key_to_int,
-)
+from auditors.worldio import _flat_array, key_numbers, key_to_int
 
 INT64_MAX = 2**63 - 1
 
@@ -30,7 +26,7 @@ def _regex(keys: pl.Series) -> pl.Series | str:
 
 def _assert_reads_as_the_regex(keys: pl.Series) -> None:
     expected = _regex(keys)
-    fast = _trailing_digit_bytes(keys)
+    fast = trailing_digit_numbers(keys)
     if fast is not None:  # the fast path answers only where the regex reads a number for every key
         assert not isinstance(expected, str)
         assert fast.name == expected.name and fast.dtype == expected.dtype
@@ -79,7 +75,7 @@ def test_generated_key_styles_read_as_the_regex_reads_them(seed):
     keys = pl.Series("k", [style.format(int(x)) for x in numbers])
     if seed % 3 == 0:
         keys = keys.scatter(rng.choice(500, 20, replace=False), None)
-    assert _trailing_digit_bytes(keys) is not None
+    assert trailing_digit_numbers(keys) is not None
     _assert_reads_as_the_regex(keys)
 
 
@@ -114,7 +110,7 @@ def test_hostile_keys_read_as_the_regex_reads_them(keys):
 
 def test_keys_of_one_length_whose_runs_differ_go_the_plain_way():
     keys = pl.Series("k", ["a1b22", "ab122"])
-    assert _trailing_digit_bytes(keys) is None
+    assert trailing_digit_numbers(keys) is None
     _assert_reads_as_the_regex(keys)
 
 
@@ -158,3 +154,30 @@ def test_rows_of_ids_either_side_of_the_span_limit_are_the_join(spread):
     keys = pl.Series("k", np.concatenate([ids[::3], ids[:5] + 1]), dtype=pl.Int64)
     table = pl.Series("i", rng.permutation(ids), dtype=pl.Int64)
     assert np.array_equal(row_of(keys, table), _joined_rows(keys, table))
+
+
+def _flat_array_plain(body: bytes) -> bool:
+    return body.count(b"[") == 1 and body.count(b"{") - body.count(b"},{") <= 1
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 1 << 20])
+@pytest.mark.parametrize("seed", range(20))
+def test_braces_counted_in_blocks_are_the_counts(seed, block, monkeypatch):
+    monkeypatch.setattr(bytescan, "BRACE_BLOCK", block)
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(b'{},\n["a1 :', dtype=np.uint8)
+    data = alphabet[rng.integers(0, len(alphabet), int(rng.integers(0, 300)))].tobytes()
+    pieces = [b"},{", b"\n{", b"{", b"[", b"},{},{", b"\n\n{{"]
+    data += b"".join(pieces[i] for i in rng.integers(0, len(pieces), 20))
+    for text in (data, data[::-1], b"{" + data, data + b"},{"):
+        assert bytescan.braces_not_after(text, b"},") == text.count(b"{") - text.count(b"},{")
+        assert bytescan.braces_not_after(text, b"\n") == text.count(b"{") - text.count(b"\n{")
+        assert _flat_array(text) == _flat_array_plain(text)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"[", b"[]", b"[[]", b"[{},{}]", b"[{},{},{]", b"[{}, {}]", b"[{{}}]", b"{", b"}{", b"},{", b"[]]"],
+)
+def test_flat_arrays_are_what_the_counts_say(body):
+    assert _flat_array(body) == _flat_array_plain(body)
