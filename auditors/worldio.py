@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import itertools
 import os
 import re
 import stat
@@ -512,15 +513,11 @@ def _infer_columns(columns: dict[str, pl.Series]) -> dict[str, pl.DataType]:
     field texts: one CSV of them all, the shorter columns padded with empty fields (which infer nothing)."""
     if not columns:
         return {}
-    height = max(column.len() for column in columns.values())
-    padded = pl.DataFrame(
-        [
-            column.extend_constant(None, height - column.len()).alias(f"c{k}")
-            for k, column in enumerate(columns.values())
-        ]
-    )
-    lines = padded.select(pl.concat_str(pl.all().fill_null(""), separator=",")).to_series().str.join("\n").item()
-    header = ",".join(padded.columns)
+    # Built in Python: a column of the first values, or of a handful of shapes, is a few dozen texts, which
+    # a polars expression per column would take longer to set up than to join.
+    texts = [(column.fill_null("") if column.null_count() else column).to_list() for column in columns.values()]
+    lines = "\n".join(",".join(row) for row in itertools.zip_longest(*texts, fillvalue=""))
+    header = ",".join(f"c{k}" for k in range(len(texts)))
     inferred = pl.read_csv(f"{header}\n{lines}\n".encode(), infer_schema_length=None).schema
     return {name: inferred[f"c{k}"] for k, name in enumerate(columns)}
 

@@ -11,7 +11,7 @@ import pytest
 from auditors import bytescan
 from auditors.bytescan import MAX_KEY_BYTES, MAX_KEY_DIGITS, MAX_KEY_WIDTHS, trailing_digit_numbers
 from auditors.dataset import DENSE_IDS_SPAN, row_of
-from auditors.worldio import _flat_array, key_numbers, key_to_int
+from auditors.worldio import _flat_array, _infer_columns, key_numbers, key_to_int
 
 INT64_MAX = 2**63 - 1
 
@@ -181,3 +181,31 @@ def test_braces_counted_in_blocks_are_the_counts(seed, block, monkeypatch):
 )
 def test_flat_arrays_are_what_the_counts_say(body):
     assert _flat_array(body) == _flat_array_plain(body)
+
+
+def _infer_columns_by_polars(columns: dict[str, pl.Series]) -> dict[str, pl.DataType]:
+    """The CSV of the columns built by polars expressions (the reference for `_infer_columns`)."""
+    height = max(column.len() for column in columns.values())
+    padded = pl.DataFrame(
+        [
+            column.extend_constant(None, height - column.len()).alias(f"c{k}")
+            for k, column in enumerate(columns.values())
+        ]
+    )
+    lines = padded.select(pl.concat_str(pl.all().fill_null(""), separator=",")).to_series().str.join("\n").item()
+    inferred = pl.read_csv(f"{','.join(padded.columns)}\n{lines}\n".encode(), infer_schema_length=None).schema
+    return {name: inferred[f"c{k}"] for k, name in enumerate(columns)}
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_columns_inferred_from_python_text_as_from_polars_text(seed):
+    rng = np.random.default_rng(seed)
+    pool = ["1", "-2", "3.5", "1e5", "0x1", "true", "False", "NaN", "inf", "007", "2024-03-01", "a", "é", "9" * 20]
+    columns = {}
+    for k in range(int(rng.integers(1, 6))):
+        values = [str(rng.choice(pool)) for _ in range(int(rng.integers(1, 80)))]
+        column = pl.Series(f"x{k}", values, dtype=pl.String)
+        if rng.random() < 0.3:
+            column = column.scatter(int(rng.integers(column.len())), None)
+        columns[f"name {k}"] = column
+    assert _infer_columns(columns) == _infer_columns_by_polars(columns)
