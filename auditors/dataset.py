@@ -318,18 +318,36 @@ def row_of(keys: pl.Series, ids: pl.Series) -> np.ndarray | None:
     if keys.dtype != pl.Int64 or ids.dtype != pl.Int64 or ids.null_count():
         return None
     table = ids.to_numpy()
+    known = keys.is_not_null().to_numpy()
+    wanted = keys.fill_null(0).to_numpy()
+    if len(table) and int(table.max()) - int(table.min()) < DENSE_IDS_SPAN * len(table):
+        return _row_in_span(wanted, known, table)
     order = None if np.all(table[1:] > table[:-1]) else np.argsort(table, kind="stable")
     ordered = table if order is None else table[order]
     if np.any(ordered[1:] == ordered[:-1]):  # an id twice: a join repeats its keys' rows
         return None
-    known = keys.is_not_null().to_numpy()
-    wanted = keys.fill_null(0).to_numpy()
     if len(ordered) == 0:
         return np.full(len(wanted), -1, dtype=np.int64)
     at = np.minimum(np.searchsorted(ordered, wanted), len(ordered) - 1)
     found = known & (ordered[at] == wanted)
     rows = at if order is None else order[at]
     return np.where(found, rows, -1)
+
+
+DENSE_IDS_SPAN = 4  # ids spanning fewer values than 4 per id are looked up in a table of the span
+
+
+def _row_in_span(wanted: np.ndarray, known: np.ndarray, table: np.ndarray) -> np.ndarray | None:
+    """`row_of` for ids in a short span (a table's ids usually are 1..n): each id's row marked in a table of
+    the span, each key looked up in it, in one pass each instead of a sort and a binary search."""
+    low, high = int(table.min()), int(table.max())
+    rows = np.full(high - low + 1, -1, dtype=np.int64)
+    rows[table - low] = np.arange(len(table))
+    if np.count_nonzero(rows >= 0) != len(table):  # an id twice: a join repeats its keys' rows
+        return None
+    inside = known & (wanted >= low) & (wanted <= high)  # compared, never subtracted: keys can be any int64
+    at = rows[np.where(inside, wanted, low) - low]
+    return np.where(inside, at, -1)
 
 
 # size: the panel is assembled from every kind of file an analysis has already read

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import itertools
 import os
 import re
 import stat
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
+from auditors.bytescan import braces_not_after, trailing_digit_numbers
 from contracts.errors import ContractError, WorldFormatError
 from contracts.model import DATE_STYLES, SCHEMA_VERSION, TIME_SUFFIX, Contract, Deliverable, load_contract
 from contracts.safeio import (
@@ -298,7 +300,8 @@ def _flat_array(body: bytes) -> bool:
     (if any) opening a record right after the previous one closed (`},{`). Nothing else reaches polars'
     reader, whose type inference takes minutes on a few kilobytes nested a thousand deep (the stdlib path
     refuses those at 64 levels); a string holding a bracket sends its file the plain way too, at its cost."""
-    return body.count(b"[") == 1 and body.count(b"{") - body.count(b"},{") <= 1
+    first = body.find(b"[")
+    return first >= 0 and body.find(b"[", first + 1) < 0 and braces_not_after(body, b"},") <= 1
 
 
 def _sampled_schema(body: bytes) -> dict[str, pl.DataType] | None:
@@ -392,7 +395,7 @@ def _check_ndjson_depth(data: bytes, path: Path) -> None:
     generator's own files) are not scanned; any other file is, bracket by bracket outside strings, in blocks
     of whole lines (a line is one JSON document), so the scan's memory stays bounded whatever the file's size;
     a nested line longer than a block is refused."""
-    if b"[" not in data and data.count(b"{") - data.count(b"\n{") <= 1:
+    if b"[" not in data and braces_not_after(data, b"\n") <= 1:
         return
     start = 0
     while start < len(data):
@@ -510,15 +513,11 @@ def _infer_columns(columns: dict[str, pl.Series]) -> dict[str, pl.DataType]:
     field texts: one CSV of them all, the shorter columns padded with empty fields (which infer nothing)."""
     if not columns:
         return {}
-    height = max(column.len() for column in columns.values())
-    padded = pl.DataFrame(
-        [
-            column.extend_constant(None, height - column.len()).alias(f"c{k}")
-            for k, column in enumerate(columns.values())
-        ]
-    )
-    lines = padded.select(pl.concat_str(pl.all().fill_null(""), separator=",")).to_series().str.join("\n").item()
-    header = ",".join(padded.columns)
+    # Built in Python: a column of the first values, or of a handful of shapes, is a few dozen texts, which
+    # a polars expression per column would take longer to set up than to join.
+    texts = [(column.fill_null("") if column.null_count() else column).to_list() for column in columns.values()]
+    lines = "\n".join(",".join(row) for row in itertools.zip_longest(*texts, fillvalue=""))
+    header = ",".join(f"c{k}" for k in range(len(texts)))
     inferred = pl.read_csv(f"{header}\n{lines}\n".encode(), infer_schema_length=None).schema
     return {name: inferred[f"c{k}"] for k, name in enumerate(columns)}
 
@@ -556,6 +555,8 @@ def key_numbers(keys: pl.Series) -> pl.Series:
     that end in a digit are read without the regex (`_trailing_digits`)."""
     if keys.dtype == pl.Int64 and (keys.min() is None or keys.min() > INT64_MIN):  # |min| fits in an Int64
         return keys.abs()
+    if keys.dtype == pl.String and (numbers := trailing_digit_numbers(keys)) is not None:
+        return numbers
     sample = keys.head(KEY_SAMPLE)
     if keys.dtype == pl.String and sample.n_unique() * KEY_REPEATS <= sample.len():
         try:
