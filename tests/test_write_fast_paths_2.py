@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import random
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 
 from contracts.hashing import file_sha256
+from worldgen.defects import MissingValues, _pick, _values_at, _with_column
 from worldgen.write import _Digests, dump_json, indented_json
 
 SCALARS = ["", "a", "ünï", "日本", "\x00\x1f", 'q"\\/', "\u2028", "\ud800", 0, -1, 2**70, 0.1, -0.0, 1e300, 1 / 3]
@@ -92,3 +96,65 @@ def test_digests_are_the_file_hash(tmp_path: Path, size):
     digest = _Digests()
     assert digest(path) == file_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
     assert digest(path) == file_sha256(path)  # a second call reuses the first hash
+
+
+def _series(rng: random.Random, dtype: pl.DataType, n: int, blanks: bool) -> pl.Series:
+    pools = {
+        pl.Int64: [0, -1, 2**62, 7, -(2**63)],
+        pl.Float64: [0.1, -0.0, float("nan"), float("inf"), 1e-300, 1 / 3],
+        pl.String: ["", "a", "ünï", "日本", " x "],
+        pl.Int32: [0, -5, 2**31 - 1],
+        pl.Date: [dt.date(2025, 1, 1), dt.date(1999, 12, 31)],
+    }
+    values = [rng.choice(pools[dtype]) for _ in range(n)]
+    if blanks:
+        values = [None if rng.random() < 0.3 else v for v in values]
+    return pl.Series("c", values, dtype=dtype)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("dtype", [pl.Int64, pl.Float64, pl.String, pl.Int32, pl.Date])
+def test_values_at_rows_are_the_gathered_values(seed, dtype):
+    rng = random.Random(seed)
+    for n in (0, 1, 5, 40):
+        for blanks in (False, True):
+            series = _series(rng, dtype, n, blanks)
+            rows = np.sort(np.array(rng.sample(range(n), k=rng.randint(0, n)), dtype=np.int64))
+            fast, plain = _values_at(series, rows), series.gather(rows).to_list()
+            assert [type(v) for v in fast] == [type(v) for v in plain]
+            assert json.dumps(fast, default=str) == json.dumps(plain, default=str)  # NaN too, as records write it
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_with_column_is_with_columns(seed):
+    rng = random.Random(seed)
+    for n in (0, 1, 9):
+        frame = pl.DataFrame([_series(rng, t, n, True).alias(f"c{k}") for k, t in enumerate([pl.Int64, pl.String])])
+        replacement = _series(rng, pl.Float64, n, True).alias(rng.choice(frame.columns))
+        before = frame.clone()
+        fast, plain = _with_column(frame, replacement), frame.with_columns(replacement)
+        assert fast.equals(plain) and fast.schema == plain.schema
+        assert frame.equals(before) and frame.schema == before.schema  # the input is left as it was
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_missing_values_are_the_plain_gather_and_blanks(seed):
+    """MissingValues as it was written before the fast paths: the gathered values, then blanks via
+    with_columns, with the same draws."""
+    rng = random.Random(seed)
+    for dtype in (pl.Int64, pl.Float64, pl.String, pl.Null):
+        n = rng.choice([0, 1, 30])
+        column = (
+            pl.Series("v", [None] * n, dtype=pl.Null)
+            if dtype == pl.Null
+            else _series(rng, dtype, n, bool(seed % 2)).alias("v")
+        )
+        frame = pl.DataFrame([column, pl.Series("k", list(range(n)), dtype=pl.Int64)])
+        defect = MissingValues("v", 0.2)
+        out, record = defect.apply(frame, np.random.default_rng(seed))
+        rows = _pick(np.random.default_rng(seed), n, 0.2)
+        assert record["rows"] == rows.tolist()
+        assert json.dumps(record["values"]) == json.dumps(frame["v"].gather(rows).to_list())
+        mask = np.isin(np.arange(n), rows)
+        blanked = frame.with_columns(pl.when(pl.Series(mask)).then(None).otherwise(pl.col("v")).alias("v"))
+        assert out.equals(blanked) and out.schema == frame.schema
