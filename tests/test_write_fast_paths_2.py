@@ -13,7 +13,8 @@ import polars as pl
 import pytest
 
 from contracts.hashing import file_sha256
-from worldgen.defects import MissingValues, _pick, _values_at, _with_column
+from worldgen.defects import MissingValues, _at, _pick, _values_at, _with_column
+from worldgen.observe import _frame_nan_to_null
 from worldgen.write import _Digests, dump_json, indented_json
 
 SCALARS = ["", "a", "ünï", "日本", "\x00\x1f", 'q"\\/', "\u2028", "\ud800", 0, -1, 2**70, 0.1, -0.0, 1e300, 1 / 3]
@@ -158,3 +159,34 @@ def test_missing_values_are_the_plain_gather_and_blanks(seed):
         mask = np.isin(np.arange(n), rows)
         blanked = frame.with_columns(pl.when(pl.Series(mask)).then(None).otherwise(pl.col("v")).alias("v"))
         assert out.equals(blanked) and out.schema == frame.schema
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_frame_without_a_thread_pool_is_the_plain_frame(seed):
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 1500):  # polars starts its pool for arrays of more than 1,000 values
+        floats = [rng.normal(size=n) for _ in range(rng.integers(0, 5))]
+        for values in floats:
+            values[rng.random(n) < 0.2] = np.nan
+        columns: dict = {f"f{k}": v for k, v in enumerate(floats)}
+        columns["f32"] = rng.normal(size=n).astype(np.float32)
+        columns["i"] = rng.integers(-5, 5, size=n)
+        columns["s"] = np.array([rng.choice(["a", "ünï", ""]) for _ in range(n)], dtype=object)
+        columns["series"] = pl.Series("other name", rng.normal(size=n))
+        fast, plain = _frame_nan_to_null(columns), pl.DataFrame(columns, nan_to_null=True)
+        assert fast.schema == plain.schema and fast.height == plain.height
+        comparable = [name for name, dtype in fast.schema.items() if dtype != pl.Object]  # empty text: Object
+        assert fast.select(comparable).equals(plain.select(comparable))
+        assert [c.null_count() for c in fast.iter_columns()] == [c.null_count() for c in plain.iter_columns()]
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("dtype", [pl.Int64, pl.Float64, pl.String, pl.Int32, pl.Date])
+def test_rows_at_are_the_gathered_rows(seed, dtype):
+    rng = random.Random(seed)
+    for n in (0, 1, 5, 40):
+        series = _series(rng, dtype, n, blanks=bool(seed % 2))
+        rows = np.sort(np.array(rng.sample(range(n), k=rng.randint(0, n)), dtype=np.int64))
+        fast, plain = _at(series, rows), series.gather(rows)
+        assert fast.equals(plain) and fast.dtype == plain.dtype and fast.name == plain.name
+        assert fast.to_list() == plain.to_list() or dtype == pl.Float64  # NaN != NaN; equals covers it

@@ -65,7 +65,13 @@ def _values_at(series: pl.Series, rows: np.ndarray) -> list:
     whose values numpy holds as polars does (a polars gather is a query: ~0.3 ms a call)."""
     if series.dtype in (pl.Int64, pl.Float64) and not series.null_count():
         return series.to_numpy()[rows].tolist()
-    return series.gather(rows).to_list()
+    return _at(series, rows).to_list()
+
+
+def _at(series: pl.Series, rows: np.ndarray) -> pl.Series:
+    """`series.gather(rows)` for an integer numpy array of row positions: indexing by it gathers without the
+    query `gather` runs (~0.1 ms against ~0.25 ms a call)."""
+    return series[rows]
 
 
 def to_ranges(rows: np.ndarray) -> list[list[int]]:
@@ -197,7 +203,7 @@ class ReportingDelay(Defect):
         eligible = np.flatnonzero(allowed.to_numpy())
         rows = np.sort(eligible[_pick(rng, len(eligible), self.rate)]) if len(eligible) else eligible
         days = rng.integers(1, self.max_days + 1, size=len(rows))
-        values = df[self.column].gather(rows) + pl.Series(days * self.step)
+        values = _at(df[self.column], rows) + pl.Series(days * self.step)
         out = _set_rows(df, self.column, rows, values)
         return out, {
             "kind": self.kind,
@@ -231,7 +237,7 @@ class UnitDrift(Defect):
         rows = np.flatnonzero(
             (df[self.day_column] >= self.from_day).to_numpy() & df[self.column].is_not_null().to_numpy()
         )
-        scaled = (df[self.column].gather(rows) * self.factor).round(drift_decimals(self.decimals, self.factor))
+        scaled = (_at(df[self.column], rows) * self.factor).round(drift_decimals(self.decimals, self.factor))
         out = _set_rows(df, self.column, rows, scaled)
         return out, {
             "kind": self.kind,
