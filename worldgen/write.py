@@ -404,16 +404,19 @@ def write_world(
 
 
 class _Digests(dict):
-    """sha256 of files already complete (none is written again before world.json), each read once.
-
-    `contracts.hashing.file_sha256`'s digest, read by `hashlib.file_digest` into one reused buffer rather than
-    a new megabyte of bytes per read: a world's ~16 MB hash in ~4 ms less CPU."""
+    """sha256 of files already complete (none is written again before world.json), each read once."""
 
     def __call__(self, path: Path) -> str:
         if path not in self:
-            with path.open("rb") as f:
-                self[path] = hashlib.file_digest(f, "sha256").hexdigest()
+            self[path] = file_sha256(path)
         return self[path]
+
+
+def file_sha256(path: Path) -> str:
+    """`contracts.hashing.file_sha256`, read by `hashlib.file_digest` into one reused buffer rather than a new
+    megabyte of bytes per read: a world's ~16 MB hash in ~4 ms less CPU."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _manifest(root: Path, contract: Contract, state: CanonicalState, digest: _Digests) -> dict:
