@@ -46,10 +46,32 @@ def _set_rows(df: pl.DataFrame, column: str, rows: Any, values: Any) -> pl.DataF
         values = pl.Series(column, list(values), dtype=dtype)
     values = values[: len(rows)]
     if dtype == pl.Null:  # polars cannot scatter into an all-null column; nothing to write but nulls
-        return df.with_columns(pl.Series(column, [None] * df.height, dtype=dtype))
+        return _with_column(df, pl.Series(column, [None] * df.height, dtype=dtype))
     series = df[column].clone()  # scatter writes in place: never into the caller's frame
     series.scatter(rows, values)
-    return df.with_columns(series)
+    return _with_column(df, series)
+
+
+def _with_column(df: pl.DataFrame, series: pl.Series) -> pl.DataFrame:
+    """`df.with_columns(series)` for a series that replaces the column of its name: a new frame sharing the
+    other columns, without the query `with_columns` runs (~0.2 ms a call, a few hundred calls a build)."""
+    out = df.clone()  # shallow: the columns are shared, and replacing one leaves `df` as it was
+    out.replace_column(df.get_column_index(series.name), series)
+    return out
+
+
+def _values_at(series: pl.Series, rows: np.ndarray) -> list:
+    """`series.gather(rows).to_list()`; read through numpy for a column of plain numbers without blanks,
+    whose values numpy holds as polars does (a polars gather is a query: ~0.3 ms a call)."""
+    if series.dtype in (pl.Int64, pl.Float64) and not series.null_count():
+        return series.to_numpy()[rows].tolist()
+    return _at(series, rows).to_list()
+
+
+def _at(series: pl.Series, rows: np.ndarray) -> pl.Series:
+    """`series.gather(rows)` for an integer numpy array of row positions: indexing by it gathers without the
+    query `gather` runs (~0.1 ms against ~0.25 ms a call)."""
+    return series[rows]
 
 
 def to_ranges(rows: np.ndarray) -> list[list[int]]:
@@ -125,7 +147,7 @@ class MissingValues(Defect):
 
     def apply(self, df, rng):
         rows = _pick(rng, df.height, self.rate)
-        original = df[self.column].gather(rows).to_list()
+        original = _values_at(df[self.column], rows)
         out = _set_rows(df, self.column, rows, [None] * len(rows))
         return out, {"kind": self.kind, "column": self.column, "rows": rows.tolist(), "values": original}
 
@@ -181,7 +203,7 @@ class ReportingDelay(Defect):
         eligible = np.flatnonzero(allowed.to_numpy())
         rows = np.sort(eligible[_pick(rng, len(eligible), self.rate)]) if len(eligible) else eligible
         days = rng.integers(1, self.max_days + 1, size=len(rows))
-        values = df[self.column].gather(rows) + pl.Series(days * self.step)
+        values = _at(df[self.column], rows) + pl.Series(days * self.step)
         out = _set_rows(df, self.column, rows, values)
         return out, {
             "kind": self.kind,
@@ -215,7 +237,7 @@ class UnitDrift(Defect):
         rows = np.flatnonzero(
             (df[self.day_column] >= self.from_day).to_numpy() & df[self.column].is_not_null().to_numpy()
         )
-        scaled = (df[self.column].gather(rows) * self.factor).round(drift_decimals(self.decimals, self.factor))
+        scaled = (_at(df[self.column], rows) * self.factor).round(drift_decimals(self.decimals, self.factor))
         out = _set_rows(df, self.column, rows, scaled)
         return out, {
             "kind": self.kind,

@@ -139,7 +139,20 @@ def _table_view(d: Deliverable, contract: Contract, state: CanonicalState) -> pl
             if c.decimals == 0 and column not in drifting and np.isfinite(values).all():
                 values = values.astype(np.int64)  # whole numbers are reported as integers
         cols[c.name] = values
-    return pl.DataFrame(cols, nan_to_null=True)
+    return _frame_nan_to_null(cols)
+
+
+def _frame_nan_to_null(columns: dict[str, np.ndarray | pl.Series]) -> pl.DataFrame:
+    """`pl.DataFrame(columns, nan_to_null=True)`. Given three or more long float arrays, polars converts them
+    in a thread pool it starts and joins for that one frame, at more CPU than the conversions cost: each
+    float array is made here into the series polars would make of it, so no pool is started."""
+    series = {
+        name: pl.Series(name, values, nan_to_null=True)
+        if isinstance(values, np.ndarray) and values.dtype.kind == "f"
+        else values
+        for name, values in columns.items()
+    }
+    return pl.DataFrame(series, nan_to_null=True)
 
 
 def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray | pl.Series:
