@@ -38,9 +38,7 @@ def series_sha256(series: pl.Series) -> str:
     return h.hexdigest()
 
 
-def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
+def file_sha256(path: Path) -> str:
+    """A file's sha256, read by `hashlib.file_digest` into one reused buffer (not a new block per read)."""
     with path.open("rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()

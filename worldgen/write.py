@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import hashlib
 import io
 import json
 import math
@@ -28,7 +27,7 @@ from openpyxl.workbook.child import INVALID_TITLE_REGEX
 from openpyxl.writer.excel import ExcelWriter
 from openpyxl.xml.functions import Element, tostring
 
-from contracts.hashing import column_sha256
+from contracts.hashing import column_sha256, file_sha256
 from contracts.model import SCHEMA_VERSION, Contract
 
 if TYPE_CHECKING:
@@ -42,96 +41,7 @@ ZIP_TIME = (2000, 1, 1, 0, 0, 0)
 
 
 def dump_json(path: Path, payload: Any, indent: int | None = 2) -> None:
-    text = json.dumps(payload, ensure_ascii=False) if indent is None else indented_json(payload, indent)
-    path.write_text(text + "\n", encoding="utf-8")
-
-
-def indented_json(payload: Any, indent: int) -> str:
-    """`json.dumps(payload, indent=indent, ensure_ascii=False)`, the same text in about 60% of the time.
-
-    The standard library encodes an indented document in pure Python, a generator per container (its C
-    encoder only writes compact text): this recursion writes the same layout, each scalar as the encoder
-    does (strings by its own C escaper, floats by `repr`). Anything but plain JSON types (dicts with text
-    keys, lists, tuples, str, int, float, bool, None, exactly those types) is left to `json.dumps`, and so is
-    a structure too deep to recurse into, so that its output or its error is the standard library's."""
-    parts: list[str] = []
-    try:
-        _indented(payload, "\n", " " * indent, parts)
-    except (_NotPlainJson, RecursionError):
-        return json.dumps(payload, indent=indent, ensure_ascii=False)
-    return "".join(parts)
-
-
-class _NotPlainJson(Exception):
-    """A value `indented_json` leaves to `json.dumps` (its own conversion, or its error)."""
-
-
-_encode_text = json.encoder.encode_basestring  # the C escaper json.dumps uses when ensure_ascii=False
-_JSON_CONSTANTS = {None: "null", True: "true", False: "false"}
-
-
-def _json_scalar(value: Any) -> str:
-    kind = type(value)
-    if kind is str:
-        return _encode_text(value)
-    if kind is int:
-        return int.__repr__(value)
-    if kind is float:
-        if value != value:  # NaN, written as json.dumps writes it (allow_nan is its default)
-            return "NaN"
-        if value in (math.inf, -math.inf):
-            return "Infinity" if value > 0 else "-Infinity"
-        return float.__repr__(value)
-    if kind is bool or value is None:
-        return _JSON_CONSTANTS[value]
-    raise _NotPlainJson
-
-
-def _indented(value: Any, newline: str, step: str, parts: list[str]) -> None:
-    """Append `value` as json.dumps indents it, `newline` being the line break and indent of its own level."""
-    kind = type(value)
-    if kind is dict:
-        if not value:
-            parts.append("{}")
-            return
-        inner = newline + step
-        parts.append("{")
-        separator, next_separator = inner, "," + inner
-        for key, item in value.items():
-            if type(key) is not str:  # json.dumps converts numbers and constants to text keys: leave it to it
-                raise _NotPlainJson
-            if type(item) in _CONTAINERS:
-                parts.append(separator + _encode_text(key) + ": ")
-                _indented(item, inner, step, parts)
-            else:
-                parts.append(separator + _encode_text(key) + ": " + _json_scalar(item))
-            separator = next_separator
-        parts.append(newline)
-        parts.append("}")
-    elif kind is list or kind is tuple:
-        if not value:
-            parts.append("[]")
-            return
-        inner = newline + step
-        if not any(type(item) in _CONTAINERS for item in value):  # a run of scalars: one join
-            parts.append("[" + inner + ("," + inner).join(map(_json_scalar, value)) + newline + "]")
-            return
-        parts.append("[")
-        separator, next_separator = inner, "," + inner
-        for item in value:
-            if type(item) in _CONTAINERS:
-                parts.append(separator)
-                _indented(item, inner, step, parts)
-            else:
-                parts.append(separator + _json_scalar(item))
-            separator = next_separator
-        parts.append(newline)
-        parts.append("]")
-    else:
-        parts.append(_json_scalar(value))
-
-
-_CONTAINERS = frozenset({dict, list, tuple})
+    path.write_text(json.dumps(payload, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def dump_jsonl(path: Path, records: list[dict]) -> None:
@@ -410,13 +320,6 @@ class _Digests(dict):
         if path not in self:
             self[path] = file_sha256(path)
         return self[path]
-
-
-def file_sha256(path: Path) -> str:
-    """`contracts.hashing.file_sha256`, read by `hashlib.file_digest` into one reused buffer rather than a new
-    megabyte of bytes per read: a world's ~16 MB hash in ~4 ms less CPU."""
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _manifest(root: Path, contract: Contract, state: CanonicalState, digest: _Digests) -> dict:
