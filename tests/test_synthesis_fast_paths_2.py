@@ -101,8 +101,8 @@ def test_stacked_swapped_solutions_are_the_ones_solved_one_by_one(seed):
     A, b, XtF, FtF, Fty = _normal_equations(rng, 200, p, m)
     k = int(rng.integers(p))
     picked = np.sort(rng.choice(m, int(rng.integers(0, m + 1)), replace=False)) if m else np.arange(0)
-    fast = _swapped_solutions(A, b, k, XtF, FtF, Fty, picked)
-    plain = _swapped_solutions_plain(A, b, k, XtF, FtF, Fty, picked)
+    fast = _swapped_solutions(A, b, k, (XtF, FtF, Fty), picked)
+    plain = _swapped_solutions_plain(A, b, k, (XtF, FtF, Fty), picked)
     assert len(fast) == len(plain)
     assert all(f.shape == q.shape == (p,) and f.tobytes() == q.tobytes() for f, q in zip(fast, plain, strict=True))
 
@@ -111,8 +111,8 @@ def test_a_singular_swap_is_left_out_as_one_by_one():
     rng = np.random.default_rng(5)
     A, b, XtF, FtF, Fty = _normal_equations(rng, 100, 4, 6)
     XtF[:, 2], FtF[2], Fty[2] = 0.0, 0.0, 0.0  # candidate 2's feature is all zeros: its equations are singular
-    fast = _swapped_solutions(A, b, 1, XtF, FtF, Fty, np.arange(6))
-    plain = _swapped_solutions_plain(A, b, 1, XtF, FtF, Fty, np.arange(6))
+    fast = _swapped_solutions(A, b, 1, (XtF, FtF, Fty), np.arange(6))
+    plain = _swapped_solutions_plain(A, b, 1, (XtF, FtF, Fty), np.arange(6))
     assert len(fast) == len(plain) < 6
     assert all(f.tobytes() == q.tobytes() for f, q in zip(fast, plain, strict=True))
 

@@ -164,20 +164,24 @@ def _relocated_fits(
             F = F[keep]
         XtF, FtF, Fty = X.T @ F, np.einsum("ij,ij->j", F, F), F.T @ y
         varies = FtF - F.sum(axis=0) ** 2 / max(len(y), 1) > 1e-12 * max(len(y), 1)
-        out = _swapped_solutions(A, b, k, XtF, FtF, Fty, np.flatnonzero(varies))
+        out = _swapped_solutions(A, b, k, (XtF, FtF, Fty), np.flatnonzero(varies))
     fit.memo[key] = out
     return out
 
 
+FeatureSums = tuple[np.ndarray, np.ndarray, np.ndarray]  # X'F, the diagonal of F'F, F'y of candidate features F
+
+
 def _swapped_solutions(
-    A: np.ndarray, b: np.ndarray, k: int, XtF: np.ndarray, FtF: np.ndarray, Fty: np.ndarray, candidates: np.ndarray
+    A: np.ndarray, b: np.ndarray, k: int, sums: FeatureSums, candidates: np.ndarray
 ) -> list[np.ndarray]:
     """The solutions of the normal equations A x = b with column k swapped for each candidate m's feature
-    (X'F[:, m], F'F[m], F'y[m]), in candidate order, leaving out those whose equations are singular. All
+    (X'F[:, m], F'F[m], F'y[m] of `sums`), in candidate order, leaving out those whose equations are singular. All
     candidates go to LAPACK in one stacked call (the same solve per matrix as one by one) unless one is
     singular, which fails the stacked call: then one by one (`_swapped_solutions_plain`)."""
     if not len(candidates):
         return []
+    XtF, FtF, Fty = sums
     systems = np.repeat(A[None, :, :], len(candidates), axis=0)
     rhs = np.repeat(b[None, :], len(candidates), axis=0)
     features = XtF[:, candidates].T
@@ -186,13 +190,14 @@ def _swapped_solutions(
     try:
         return list(np.linalg.solve(systems, rhs[:, :, None])[:, :, 0])
     except np.linalg.LinAlgError:
-        return _swapped_solutions_plain(A, b, k, XtF, FtF, Fty, candidates)
+        return _swapped_solutions_plain(A, b, k, sums, candidates)
 
 
 def _swapped_solutions_plain(
-    A: np.ndarray, b: np.ndarray, k: int, XtF: np.ndarray, FtF: np.ndarray, Fty: np.ndarray, candidates: np.ndarray
+    A: np.ndarray, b: np.ndarray, k: int, sums: FeatureSums, candidates: np.ndarray
 ) -> list[np.ndarray]:
     """`_swapped_solutions` one candidate at a time."""
+    XtF, FtF, Fty = sums
     out = []
     for m in candidates:
         A_m, b_m = A.copy(), b.copy()
