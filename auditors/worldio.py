@@ -508,16 +508,29 @@ def _schema(text: pl.DataFrame, quoted: set[str]) -> dict[str, pl.DataType]:
     return schema
 
 
+PYTHON_JOIN_VALUES = 10_000  # texts to infer types from that are joined in Python (beyond: by polars)
+
+
 def _infer_columns(columns: dict[str, pl.Series]) -> dict[str, pl.DataType]:
     """The types polars infers for columns holding these (non-empty, without comma, quote or line break)
     field texts: one CSV of them all, the shorter columns padded with empty fields (which infer nothing)."""
     if not columns:
         return {}
-    # Built in Python: a column of the first values, or of a handful of shapes, is a few dozen texts, which
-    # a polars expression per column would take longer to set up than to join.
-    texts = [(column.fill_null("") if column.null_count() else column).to_list() for column in columns.values()]
-    lines = "\n".join(",".join(row) for row in itertools.zip_longest(*texts, fillvalue=""))
-    header = ",".join(f"c{k}" for k in range(len(texts)))
+    if sum(column.len() for column in columns.values()) <= PYTHON_JOIN_VALUES:
+        # A column of the first values, or of a handful of shapes, is a few dozen texts: joined in Python,
+        # faster than setting up a polars expression per column.
+        texts = [(column.fill_null("") if column.null_count() else column).to_list() for column in columns.values()]
+        lines = "\n".join(",".join(row) for row in itertools.zip_longest(*texts, fillvalue=""))
+    else:  # a column's every distinct value (long or irregular texts): joined by polars
+        height = max(column.len() for column in columns.values())
+        padded = pl.DataFrame(
+            [
+                column.extend_constant(None, height - column.len()).alias(f"c{k}")
+                for k, column in enumerate(columns.values())
+            ]
+        )
+        lines = padded.select(pl.concat_str(pl.all().fill_null(""), separator=",")).to_series().str.join("\n").item()
+    header = ",".join(f"c{k}" for k in range(len(columns)))
     inferred = pl.read_csv(f"{header}\n{lines}\n".encode(), infer_schema_length=None).schema
     return {name: inferred[f"c{k}"] for k, name in enumerate(columns)}
 

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from auditors import bytescan
+from auditors import bytescan, worldio
 from auditors.bytescan import MAX_KEY_BYTES, MAX_KEY_DIGITS, MAX_KEY_WIDTHS, trailing_digit_numbers
 from auditors.checks import _range, _range_stats
 from auditors.dataset import DENSE_IDS_SPAN, row_of
@@ -201,7 +201,10 @@ def _infer_columns_by_polars(columns: dict[str, pl.Series]) -> dict[str, pl.Data
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_columns_inferred_from_python_text_as_from_polars_text(seed):
+@pytest.mark.parametrize("joined_by", ["python", "polars"])
+def test_columns_inferred_from_python_text_as_from_polars_text(seed, joined_by, monkeypatch):
+    if joined_by == "polars":  # what many texts take (the Python join would be slower on them)
+        monkeypatch.setattr(worldio, "PYTHON_JOIN_VALUES", 0)
     rng = np.random.default_rng(seed)
     pool = ["1", "-2", "3.5", "1e5", "0x1", "true", "False", "NaN", "inf", "007", "2024-03-01", "a", "é", "9" * 20]
     columns = {}
