@@ -50,6 +50,9 @@ UNIT_STEP_SHARE = 0.5  # a unit switches if its level moves at least half the fa
 UNITS_SWITCHING = 0.8  # a system migration moves at least 80% of units on the same day
 SMALL_FACTOR = 10  # a factor under this (kg to lb) is a step a real shared cause can also take in a day
 SCATTER_ALLOWANCE = 2.25  # a conversion's day scatters units' steps at most this many times an ordinary day's
+SCATTER_SHARE = 0.4  # the units whose steps a day's scatter spans (the closest together: others may be hit)
+MIN_SCATTER = 0.01  # log units: rounding alone scatters steps this much (values repeating day to day do not)
+SWITCH_REPORTS = 2  # a switch moves the units between the two reports either side of it, even one blurred
 SUFFIXES = re.compile(r"\b(inc|llc|ltd|plc|group|co|and sons|corp)\b\.?")
 
 
@@ -634,10 +637,10 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
     if len(matched) != 1:  # no estimate of the step names a factor, or two name different ones
         return frame
     factor = matched.pop()
-    if dense and not _persists(frame, column, from_day, factor, PERSIST_DAYS):
-        # In a daily report a switch moves the units between the few reports either side of its day, even
-        # when a bad day blurs it or the level climbs steeply through it; a load ramping up over its first
-        # weeks (which three weeks either side make look sharp) moves them far less.
+    if dense and not _persists(frame, column, from_day, factor, SWITCH_REPORTS):
+        # In a daily report a switch moves the units between the reports either side of its day, even when
+        # a bad day blurs it or the level climbs steeply through it; a load ramping up over a week or more
+        # (which three weeks either side make look sharp) moves them far less.
         return frame
     if "unit_id" in frame.columns and not _every_unit_switches(frame, column, from_day, factor):
         return frame  # a lever changed for some units (a policy), not the unit of the whole system
@@ -702,15 +705,11 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
     if steps.height == 0:
         return None
     first, last = int(frame["day"].min()), int(frame["day"].max())
-    by_day = steps.group_by("day").agg(
-        pl.col("step").median().alias("m"),
-        (pl.col("step") - pl.col("step").median()).abs().median().alias("scatter"),
-        pl.len().alias("n"),
-    )
+    by_day = steps.group_by("day").agg(pl.col("step").median().alias("m"), pl.len().alias("n"))
     by_day = by_day.filter(
         (pl.col("n") >= MIN_UNITS_FOR_STEP) & pl.col("day").is_between(first + EDGE_DAYS, last - EDGE_DAYS)
-    )
-    ordinary_scatter = by_day["scatter"].median()
+    ).join(_narrowest_spreads(steps), on="day", how="left")
+    ordinary_scatter = max(float(by_day["scatter"].median() or 0.0), MIN_SCATTER)
     spread = 1.25 * 1.4826 * float((steps["step"] - steps["step"].median()).abs().median())
     # The step report to report must name a factor (with the noise of a day-to-day change); the largest
     # few that do are tried (a bigger step naming no factor, a dry spell ending, does not crowd them out).
@@ -723,8 +722,9 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
         # It must persist: each unit's reports in the few days after stay at the new level (a dip does not).
         if not all(_persists(frame, column, int(best["day"]), factor, days) for days in (PERSIST_DAYS, SETTLED_DAYS)):
             continue
-        # A conversion multiplies every unit by the same factor, so units' steps that day scatter as on any
-        # day; a shared cause moving a volatile load 2.2x moves each site by its own amount.
+        # A conversion multiplies every unit by the same factor, so most units' steps that day lie as close
+        # together as on any day; a shared cause moving a volatile load 2.2x moves each site by
+        # its own amount.
         if abs(np.log(factor)) < np.log(SMALL_FACTOR) and best["scatter"] > SCATTER_ALLOWANCE * ordinary_scatter:
             continue
         on_day = steps.filter(pl.col("day") == best["day"])["step"].to_numpy()
@@ -733,6 +733,22 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
         if moved.mean() >= UNITS_SWITCHING:
             return int(best["day"]), factor
     return None
+
+
+def _narrowest_spreads(steps: pl.DataFrame) -> pl.DataFrame:
+    """Each day's "scatter": the narrowest interval holding SCATTER_SHARE of its units' steps. A share of
+    units hit by something else on a switch's day (rain in one region) leaves the rest as tight as on any
+    day; units each moving by their own amount spread every such share."""
+    ordered = steps.select("day", "step").sort("day", "step")
+    day, step = ordered["day"].to_numpy(), ordered["step"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, day[1:] != day[:-1]]) if len(day) else np.zeros(0, dtype=np.int64)
+    sizes = np.diff(np.r_[starts, len(day)])
+    held = np.maximum(np.ceil(SCATTER_SHARE * sizes).astype(np.int64), 2)  # steps an interval must hold
+    group = np.repeat(np.arange(len(starts)), sizes)
+    first = np.flatnonzero(np.arange(len(day)) - starts[group] <= (sizes - held)[group])  # an interval opens here
+    widths = np.full(len(starts), np.inf)
+    np.minimum.at(widths, group[first], step[first + held[group[first]] - 1] - step[first])
+    return pl.DataFrame({"day": day[starts], "scatter": widths}, schema_overrides={"day": ordered.schema["day"]})
 
 
 def _around(frame: pl.DataFrame, day: int, reports: int) -> pl.Expr:

@@ -136,9 +136,9 @@ def test_a_sparse_measure_that_starts_low_shows_its_switch_not_its_first_week():
 
 def test_a_load_ramping_up_over_its_first_weeks_is_not_taken_for_pounds():
     """A load building up 2.2x over one to three weeks (environment-531, -794 of the README's build): three
-    weeks either side of its steepest split look like a step by the kg -> lb factor, but no report-to-report
-    step carries it, as a switch's would even when a bad day blurs it."""
-    for start, days, seed in ((25, 10, 0), (25, 10, 1), (20, 15, 1), (15, 20, 0)):
+    weeks either side of its steepest split look like a step by the kg -> lb factor, but the units do not
+    move by half of it between the two reports either side, as a switch's would even when a bad day blurs it."""
+    for start, days, seed in ((25, 6, 0), (60, 7, 1), (150, 8, 2), (25, 10, 0), (25, 10, 1), (20, 15, 1), (15, 20, 0)):
         level = np.full(DAYS, 205.0)
         level[:start] = 93.0
         level[start : start + days] = np.geomspace(93.0, 205.0, days)
@@ -194,3 +194,41 @@ def test_a_switch_to_pounds_inside_a_steep_climb_is_undone():
         clean = daily_panel(level, seed=seed, noise=0.1)
         fixed = repair_unit_drift(switched(clean, 145, 2.20462), "cost", "kg/day")
         assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-6), seed
+
+
+def test_a_switch_to_pounds_is_undone_when_a_region_is_hit_the_same_day():
+    """Rain in one region (35% of the units) on the day of the switch, in a level climbing all year: the
+    units' steps that day spread wide, but the rest still lie as close together as on any day."""
+    rng = np.random.default_rng(2)
+    level = 100 * np.exp(np.linspace(0, 3.0, DAYS))
+    for seed in range(4):
+        clean = daily_panel(level, seed=seed)
+        hit = (pl.col("unit_id") < int(0.35 * UNITS)) & (pl.col("day") == 181)
+        clean = clean.with_columns(
+            pl.when(hit).then((pl.col("cost") * rng.uniform(1.3, 1.5)).round(2)).otherwise("cost")
+        )
+        fixed = repair_unit_drift(switched(clean, 181, 2.20462), "cost", "kg")
+        assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-6), seed
+
+
+def test_a_switch_to_pounds_of_whole_kilograms_rising_into_it_is_undone():
+    """Whole kilograms that mostly repeat from day to day: an ordinary day's steps are all zero, and the
+    switch's day scatters them by its rounding alone (MIN_SCATTER), in a level rising the days before."""
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        level = np.full(DAYS, 50.0)
+        level[170:181] *= np.geomspace(1, 1.6, 11)
+        level[181:] *= 1.6
+        values = level[None, :] * rng.lognormal(0, 0.3, UNITS)[:, None] * rng.lognormal(0, 0.005, (UNITS, DAYS))
+        clean = pl.DataFrame(
+            {
+                "unit_id": np.repeat(np.arange(UNITS), DAYS),
+                "day": np.tile(np.arange(DAYS), UNITS),
+                "cost": np.round(values, 0).reshape(-1),
+            }
+        )
+        drifted = clean.with_columns(
+            pl.when(pl.col("day") >= 181).then((pl.col("cost") * 2.20462).round(2)).otherwise("cost")
+        )
+        fixed = repair_unit_drift(drifted, "cost", "kg")
+        assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-3, atol=0.02), seed
