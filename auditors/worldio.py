@@ -564,8 +564,9 @@ INT64_MIN = -(2**63)
 def key_numbers(keys: pl.Series) -> pl.Series:
     """`key_to_int` of a column (named as it), with less work: an integer key's text is its digits after an
     optional minus sign, so its number is its magnitude; a text key that repeats (a unit's key on each of
-    its thousands of rows) is read once per distinct key (the regex is most of parsing a file); ASCII keys
-    that end in a digit are read without the regex (`_trailing_digits`)."""
+    its thousands of rows) is read once per distinct key (the regex is most of parsing a file). Keys of a
+    few lengths whose digits end each at one position are read off their bytes (`trailing_digit_numbers`,
+    the generator's keys); other ASCII keys that end in a digit without the regex (`_trailing_digits`)."""
     if keys.dtype == pl.Int64 and (keys.min() is None or keys.min() > INT64_MIN):  # |min| fits in an Int64
         return keys.abs()
     if keys.dtype == pl.String and (numbers := trailing_digit_numbers(keys)) is not None:
