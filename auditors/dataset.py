@@ -637,10 +637,13 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
     if len(matched) != 1:  # no estimate of the step names a factor, or two name different ones
         return frame
     factor = matched.pop()
-    if dense and not _persists(frame, column, from_day, factor, SWITCH_REPORTS):
-        # In a daily report a switch moves the units between the reports either side of its day, even when
-        # a bad day blurs it or the level climbs steeply through it; a load ramping up over a week or more
-        # (which three weeks either side make look sharp) moves them far less.
+    if dense and not (
+        _sharp_over_days(frame, column, from_day, jump) or _persists(frame, column, from_day, factor, SWITCH_REPORTS)
+    ):
+        # In a daily report a switch moves the units by the whole jump between the few reports either side
+        # of its day, even when a bad day blurs it, or by half the factor between the two reports either side
+        # when the level climbs steeply through it; a load ramping up over a week or more (which three weeks
+        # either side make look sharp) does neither.
         return frame
     if "unit_id" in frame.columns and not _every_unit_switches(frame, column, from_day, factor):
         return frame  # a lever changed for some units (a policy), not the unit of the whole system
@@ -768,6 +771,13 @@ def _persists(frame: pl.DataFrame, column: str, day: int, factor: float, reports
     those before: a switch holds for good, rain or a holiday moves the level and lets it go."""
     step = _window_step(frame, column, day, reports)
     return step is not None and step[0] * np.sign(np.log(factor)) >= UNIT_STEP_SHARE * abs(np.log(factor))
+
+
+def _sharp_over_days(frame: pl.DataFrame, column: str, day: int, jump: float) -> bool:
+    """Whether a daily report's units step by (nearly) the whole jump between the few reports either side of
+    `day` (PERSIST_DAYS)."""
+    step = _window_step(frame, column, day, PERSIST_DAYS)
+    return step is not None and abs(step[0] - jump) <= SHARPNESS * abs(jump)
 
 
 def _whole_step(days: np.ndarray, logs: np.ndarray, day: int) -> tuple[float, float]:
