@@ -4,6 +4,7 @@ It reads world directories from disk and imports `contracts` (the shared data mo
 its readers, cleaning and estimators are its own. Use `audit_world(path)` or `worldgen audit PATH...`.
 """
 
+import contracts  # noqa: F401  (first: it pins numpy's kernels before numpy loads; contracts/kernels.py)
 from auditors.audit import CHECKS, audit_world
 
 __all__ = ["CHECKS", "audit_world"]

@@ -42,11 +42,13 @@ import stat
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
 
+from contracts import kernels
 from contracts.errors import BuildError, BuildInterrupted, InputError, WorldFormatError, did_you_mean
 from contracts.model import SCHEMA_VERSION, Persona
 from contracts.safeio import KIB, MIB, atomic_write, iter_jsonl, kind_of, lstat_or_none, one_line, read_json
@@ -575,6 +577,8 @@ def _armed(signals: _Signals) -> Iterator[None]:
 
 def run_build(cfg: BuildConfig, on_world: Callable[[dict], None] | None = None) -> BuildSummary:
     pool = validate_config(cfg)
+    if note := kernels.unpinned_warning():  # only from Python with numpy loaded first; the CLI always pins
+        warnings.warn(note, RuntimeWarning, stacklevel=2)
     if cfg.workers is None and cfg.executor == "local":
         cfg = dataclasses.replace(cfg, workers=default_workers(cfg.size))
     state = inspect_out(cfg, pool)  # read-only: a refusal leaves --out exactly as it was

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from pathlib import Path
 
+from contracts import kernels
 from contracts.errors import InputError
 
 EXECUTORS = ("local", "ray")
@@ -157,7 +158,7 @@ class RayPool:
             "num_cpus": 1,
             "max_retries": SYSTEM_RETRIES,
             "retry_exceptions": False,
-            "runtime_env": {"env_vars": {knob: "1" for knob in THREAD_KNOBS}},
+            "runtime_env": {"env_vars": _worker_environment()},
         }
         if self.memory_mib:  # scheduling only: Ray places no more worlds on a node than its memory holds
             options["memory"] = self.memory_mib * (1 << 20)
@@ -311,9 +312,17 @@ def scratch_dir() -> Iterator[Path]:
 
 
 @cache
+def _worker_environment() -> dict[str, str]:
+    """One thread per world, and numpy's kernels pinned as in this process (set before the worker imports numpy)."""
+    env = {knob: "1" for knob in THREAD_KNOBS}
+    if kernels.ENV in os.environ:
+        env[kernels.ENV] = os.environ[kernels.ENV]
+    return env
+
+
 def fingerprint() -> str:
-    """What a world's bytes depend on besides its seed: Python, the libraries and worldgen's own files."""
-    h = hashlib.sha256(f"python {sys.version_info[:2]}".encode())
+    """What a world's bytes depend on besides its seed: Python, the libraries, numpy's kernels, worldgen's files."""
+    h = hashlib.sha256(f"python {sys.version_info[:2]}\nnumpy kernels {kernels.active_kernels()}".encode())
     for name in FINGERPRINT_DISTRIBUTIONS:
         try:
             version = importlib.metadata.version(name)
