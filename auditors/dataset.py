@@ -644,7 +644,14 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
         # of its day, even when a bad day blurs it, or by half the factor between the two reports either side
         # when the level climbs steeply through it; a load ramping up over a week or more (which three weeks
         # either side make look sharp) does neither.
-        return frame
+        # Unless the split missed the day: a switch into a slump (a fortnight of few, low reports) leaves the
+        # slump's converted values between the old level and the new, every split across the slump is about as
+        # sure, and it can land a week or two late, where the reports either side are all converted. No real
+        # cause steps every unit's own reports by half a large factor (tenfold for cents), so the units place
+        # such a switch themselves; a factor under SMALL_FACTOR is a step a ramp also takes over a few reports.
+        from_day = _cliff_day(frame, column, from_day, factor) if abs(np.log(factor)) >= np.log(SMALL_FACTOR) else None
+        if from_day is None:
+            return frame
     if "unit_id" in frame.columns and not _every_unit_switches(frame, column, from_day, factor):
         return frame  # a lever changed for some units (a policy), not the unit of the whole system
     fixed = pl.when(pl.col("day") >= from_day).then(pl.col(column) / factor).otherwise(pl.col(column))
@@ -778,6 +785,42 @@ def _sharp_over_days(frame: pl.DataFrame, column: str, day: int, jump: float) ->
     `day` (PERSIST_DAYS)."""
     step = _window_step(frame, column, day, PERSIST_DAYS)
     return step is not None and abs(step[0] - jump) <= SHARPNESS * abs(jump)
+
+
+def _cliff_day(frame: pl.DataFrame, column: str, day: int, factor: float) -> int | None:
+    """The reporting day within LOCAL_DAYS reports either side of `day` (the span whose levels the split's local
+    jump compares) at which the units' own reports step furthest in the factor's direction, if the median unit
+    steps by at least half the factor there (UNIT_STEP_SHARE); else None. For a factor of SMALL_FACTOR or more.
+
+    A unit's step at a day is from its last report before it to its first on or after it (at most
+    ADJACENT_GAP_DAYS apart), not between calendar days: in a fortnight of few reports most units skip the
+    switch's day, and a few days either side hold some units' converted reports on the wrong side of a day
+    after it (a window step there is as large as on the day). Each unit's own reports step by the factor only
+    across the switch's own day."""
+    positive = frame.filter(pl.col(column) > 0)
+    reports = (
+        positive.sort("unit_id", "day")
+        .select(
+            pl.col("day").shift(1).over("unit_id").alias("last"),
+            pl.col("day").alias("next"),
+            pl.col(column).cast(pl.Float64).log().diff().over("unit_id").alias("step"),
+        )
+        .filter(pl.col("step").is_not_null() & (pl.col("next") - pl.col("last") <= ADJACENT_GAP_DAYS))
+    )
+    reported = sorted_unique(positive["day"].to_numpy())
+    if reports.height == 0:
+        return None
+    at = int(np.searchsorted(reported, day))
+    span = reported[max(at - LOCAL_DAYS, 0) : at + LOCAL_DAYS + 1]
+    span = span[(span >= reported[0] + EDGE_DAYS) & (span <= reported[-1] - EDGE_DAYS + 1)]  # as the split's
+    last, following, step = (reports[c].to_numpy() for c in ("last", "next", "step"))
+    direction = np.sign(np.log(factor))
+    best, furthest = None, -np.inf
+    for candidate in span:
+        held = step[(last < candidate) & (following >= candidate)]  # each unit's reports either side of it
+        if len(held) >= MIN_UNITS_FOR_STEP and float(np.median(held)) * direction > furthest:
+            best, furthest = int(candidate), float(np.median(held)) * direction
+    return best if best is not None and furthest >= UNIT_STEP_SHARE * abs(np.log(factor)) else None
 
 
 def _whole_step(days: np.ndarray, logs: np.ndarray, day: int) -> tuple[float, float]:

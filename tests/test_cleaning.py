@@ -232,3 +232,56 @@ def test_a_switch_to_pounds_of_whole_kilograms_rising_into_it_is_undone():
         )
         fixed = repair_unit_drift(drifted, "cost", "kg")
         assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-3, atol=0.02), seed
+
+
+def slump_fortnight(seed: int, start: int = 215) -> pl.DataFrame:
+    """A daily cost closed one day a week (no rows) with a short shift the day before, and a fortnight's slump
+    from `start`: few orders, so few and low reports (an eighth of the level on a third of the units' days in
+    its first week, a third on two thirds in its second), scattered wide as one order's cost is
+    (manufacturing-930 of the README's build)."""
+    rng = np.random.default_rng(seed)
+    day = np.arange(DAYS)
+    short = day % 7 == 3
+    first = (day >= start) & (day < start + 7)
+    second = (day >= start + 7) & (day < start + 14)
+    level = 200.0 * np.where(short, 0.4, 1.0) * np.where(first, 0.15, np.where(second, 0.3, 1.0))
+    scatter = np.where(first | second, 0.8, 0.4)
+    values = level * rng.lognormal(0, 0.3, UNITS)[:, None] * np.exp(scatter * rng.normal(size=(UNITS, DAYS)))
+    reported = np.where(first, 0.35, np.where(second, 0.65, np.where(short, 0.5, 0.95)))
+    values[rng.random((UNITS, DAYS)) > reported] = 0.0
+    frame = pl.DataFrame(
+        {
+            "unit_id": np.repeat(np.arange(UNITS), DAYS),
+            "day": np.tile(day, UNITS),
+            "cost": values.reshape(-1).round(2),
+        }
+    )
+    return frame.filter(pl.col("day") % 7 != 4)
+
+
+def test_a_switch_to_cents_into_a_fortnights_slump_is_undone_from_its_own_day():
+    """The slump's cents lie between the old level and the new, so every split from the switch to the
+    slump's end is about as sure: the split lands a week late, where the reports either side are all in
+    cents and neither daily rule holds. On the switch's own day every unit's reports step about thirtyfold
+    (the factor less the slump), and nowhere else in the split's span near tenfold."""
+    from auditors.dataset import _best_split
+
+    for seed in range(4):
+        clean = slump_fortnight(seed)
+        drifted = switched(clean, 215, 100.0)
+        reports = drifted.filter(pl.col("cost") > 0).sort("day")
+        split = _best_split(reports["day"].to_numpy(), np.log(reports["cost"].to_numpy()))
+        assert split is not None and split[0] == 222, (seed, split)  # the situation: a week late
+        fixed = repair_unit_drift(drifted, "cost", "EUR/day")
+        assert np.allclose(fixed["cost"].to_numpy(), clean["cost"].to_numpy(), rtol=1e-9), seed
+
+
+def test_a_cost_climbing_a_hundredfold_over_days_is_not_taken_for_cents():
+    """A season opening: a level rising 100x over one to three weeks. Three weeks either side of its
+    steepest split look like a step by x100, but no day steps the units' own reports by tenfold."""
+    for days, seed in ((8, 0), (10, 1), (14, 2), (21, 0)):
+        level = np.full(DAYS, 200.0)
+        level[:60] = 2.0
+        level[60 : 60 + days] = np.geomspace(2.0, 200.0, days)
+        frame = daily_panel(level, seed=seed, noise=0.3)
+        assert repair_unit_drift(frame, "cost", "EUR/day").equals(frame), (days, seed)
