@@ -1,6 +1,7 @@
 """The generator's fast paths of the fifth speed round against their plain computations, bit for bit, and
 the generator left in the same state: campaign windows drawn from a block of PCG64's raw words instead of
-scalar draws."""
+scalar draws; a weighted pick among a few outcomes by counting running sums instead of numpy's search; the
+events over a person's daily cap ranked only in crowded hash buckets of their party-day."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from worldgen import roots
+from worldgen.entities import _over_cap, _over_cap_ranked, weighted_choice
 
 
 def _same_state(a: np.random.Generator, b: np.random.Generator) -> None:
@@ -67,3 +69,55 @@ def test_campaigns_of_another_bit_generator_are_drawn_plainly():
         roots._campaigns_plain(4, 60, late, 0.2, 0.9, plain), roots._campaigns(4, 60, late, 0.2, 0.9, fast)
     )
     assert plain.random() == fast.random()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_weighted_choice_is_numpys_choice(seed):
+    g = np.random.default_rng(seed)
+    k = int(g.integers(1, 17))
+    weights = g.random(k) * (g.random(k) < 0.8)  # some outcomes never picked
+    if not weights.sum():
+        weights[0] = 1.0
+    p = weights / weights.sum()
+    n = int(g.integers(0, 5000))
+    plain, fast = np.random.default_rng(seed), np.random.default_rng(seed)
+    expected = plain.choice(k, size=n, p=p)
+    got = weighted_choice(fast, p, n)
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
+    assert plain.random() == fast.random()
+
+
+def test_weighted_choice_on_running_sums_edges():
+    """Uniforms exactly on a running sum go to the next outcome, as numpy's right-side search sends them."""
+    p = np.array([0.25, 0.25, 0.0, 0.5])
+
+    class Fixed:
+        def random(self, n):
+            return np.array([0.0, 0.25, 0.5, 0.4999999999, 0.75, 0.9999999999][:n])
+
+        def choice(self, k, size, p):
+            raise AssertionError("the fast path should take these")
+
+    cdf = p.cumsum() / p.cumsum()[-1]
+    draws = Fixed().random(6)
+    assert np.array_equal(weighted_choice(Fixed(), p, 6), cdf.searchsorted(draws, side="right"))
+
+
+@pytest.mark.parametrize("p", [[0.5, 0.6], [-0.1, 1.1], [0.2] * 20 + [-3.0]])
+def test_weighted_choice_leaves_numpys_checks_to_numpy(p):
+    with pytest.raises(ValueError):
+        weighted_choice(np.random.default_rng(0), np.array(p), 10)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_over_cap_on_crowded_buckets_is_the_full_ranking(seed):
+    """From a handful of parties (most party-days over the cap) to many (almost none), days in time order
+    or shuffled, and party numbers large enough to crowd the hash's buckets with other party-days."""
+    g = np.random.default_rng(seed)
+    n = int(g.integers(0, 20_000))
+    parties = int(g.choice([1, 3, 50, 2_000, 10**6]))
+    day = g.integers(0, int(g.integers(1, 400)), n)
+    if seed % 2:
+        day = np.sort(day)
+    chosen = g.integers(0, parties, n) * int(g.choice([1, 7, 2**20]))
+    assert np.array_equal(_over_cap(chosen, day), _over_cap_ranked(chosen, day))

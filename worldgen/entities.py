@@ -256,7 +256,7 @@ def _seconds_of_day(contract: Contract, n: int, rng: np.random.Generator) -> np.
     weights = np.array(
         [c.flat_share] + [p.weight * (1 - c.flat_share) / sum(q.weight for q in c.peaks) for p in c.peaks]
     )
-    component = rng.choice(len(weights), size=n, p=weights / weights.sum())
+    component = weighted_choice(rng, weights / weights.sum(), n)
     hours = rng.uniform(opening, closing, n)
     for k, peak in enumerate(c.peaks, start=1):
         mine = component == k
@@ -264,6 +264,28 @@ def _seconds_of_day(contract: Contract, n: int, rng: np.random.Generator) -> np.
     outside = (hours < opening) | (hours >= closing)
     hours[outside] = rng.uniform(opening, closing, int(outside.sum()))  # a peak's tail falls back into opening hours
     return np.minimum((hours * 3600).astype(np.int64), int(closing * 3600) - 1)
+
+
+def weighted_choice(rng: np.random.Generator, p: np.ndarray, n: int) -> np.ndarray:
+    """`rng.choice(len(p), size=n, p=p)` for a handful of outcomes, the same draws and the same picks: numpy
+    takes one uniform per pick and binary-searches the normalised running sum of `p` for it; counting the
+    running sums at or below each uniform gives the same index, ~5x faster than a search per pick when
+    there are only a few sums (an intraday peak's component for every event)."""
+    p = np.asarray(p, dtype=float)
+    valid = p.ndim == 1 and 0 < len(p) <= FEW_OUTCOMES and (p >= 0).all() and abs(p.sum() - 1.0) <= SUM_TOLERANCE
+    if not valid:
+        return rng.choice(len(p), size=n, p=p)  # numpy's own checks and messages
+    cdf = p.cumsum()
+    cdf /= cdf[-1]
+    uniform = rng.random(n)
+    picked = np.zeros(n, dtype=np.int8)  # FEW_OUTCOMES fits
+    for edge in cdf.tolist():
+        picked += (uniform >= edge).view(np.int8)  # searchsorted(side="right"): how many sums are <= the draw
+    return picked.astype(np.int64)
+
+
+FEW_OUTCOMES = 16  # up to this many outcomes, counting the running sums beats numpy's search
+SUM_TOLERANCE = 1e-9  # probabilities off 1 by more go to numpy, which accepts up to 1.5e-8 or raises
 
 
 # size: the event grouping and the rounds share their arrays; unit_idx spares a per-event region copy
@@ -379,7 +401,29 @@ def _parties_for_plain(
 
 
 def _over_cap(chosen: np.ndarray, day: np.ndarray) -> np.ndarray:
-    """Events beyond the first PERSON_DAY_CAP of their party's day (in row order)."""
+    """Events beyond the first PERSON_DAY_CAP of their party's day (in row order): `_over_cap_ranked`, on
+    only the events of crowded party-days. Few party-days hold more than the cap, so the events are first
+    counted per hash bucket of their party-day (a bucket holds its party-days' events and at times another's):
+    an event in a bucket of at most PERSON_DAY_CAP events is not over it, and the rest, every event of
+    every party-day over the cap among them, are ranked as the plain way ranks all (an event's status
+    depends only on its own party-day's earlier events). Saves a sort of every event, ~3x faster."""
+    n, days = len(day), int(day.max(initial=0)) + 1
+    bits = max(int(BUCKETS_PER_EVENT * n).bit_length(), 4)
+    key = (chosen * days + day).astype(np.uint64)
+    bucket = ((key * FIBONACCI_HASH) >> np.uint64(64 - bits)).astype(np.intp)  # the key's top bits, mixed
+    crowded = np.flatnonzero(np.bincount(bucket, minlength=1 << bits)[bucket] > PERSON_DAY_CAP)
+    over = np.zeros(n, dtype=bool)
+    if crowded.size:
+        over[crowded] = _over_cap_ranked(chosen[crowded], day[crowded])
+    return over
+
+
+BUCKETS_PER_EVENT = 4  # hash buckets per event: few party-days share one
+FIBONACCI_HASH = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: multiplying spreads keys over the top bits
+
+
+def _over_cap_ranked(chosen: np.ndarray, day: np.ndarray) -> np.ndarray:
+    """`_over_cap` by ranking every event by party-day."""
     n, days = len(day), int(day.max(initial=0)) + 1
     key = chosen * days + day
     order = _stable_order(key, n)
