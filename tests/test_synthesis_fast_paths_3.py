@@ -1,15 +1,23 @@
 """The generator's fast paths of the fifth speed round against their plain computations, bit for bit, and
 the generator left in the same state: campaign windows drawn from a block of PCG64's raw words instead of
 scalar draws; a weighted pick among a few outcomes by counting running sums instead of numpy's search; the
-events over a person's daily cap ranked only in crowded hash buckets of their party-day."""
+events over a person's daily cap ranked only in crowded hash buckets of their party-day; a relocated fit's
+candidate features built on the kept rows only; the sealed contract's deep copy through pickle."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from worldgen import roots
+from personas import builtin_personas
+from worldgen import roots, skeleton
+from worldgen.build import persona_for
+from worldgen.contract import WorldSpec, build_contract
 from worldgen.entities import _over_cap, _over_cap_ranked, weighted_choice
+from worldgen.estimation import _Curve, _feature_matrix, _Lagged, _Step
+from worldgen.packs import get_pack
+from worldgen.phenomena import _deep_copy
+from worldgen.seeding import Streams
 
 
 def _same_state(a: np.random.Generator, b: np.random.Generator) -> None:
@@ -121,3 +129,46 @@ def test_over_cap_on_crowded_buckets_is_the_full_ranking(seed):
         day = np.sort(day)
     chosen = g.integers(0, parties, n) * int(g.choice([1, 7, 2**20]))
     assert np.array_equal(_over_cap(chosen, day), _over_cap_ranked(chosen, day))
+
+
+def _features(seed: int):
+    """A step, a curve (values repeating as a daily parent's do on its events), a lag, and a plain function."""
+    g = np.random.default_rng(seed)
+    n = int(g.integers(1, 3000))
+    seen = np.round(g.normal(0.0, 1.0, n), int(g.integers(0, 3)))
+    yield _Step(seen), np.linspace(-1.5, 1.5, 17)
+    yield _Curve(seen, float(g.normal())), np.linspace(0.1, 4.0, 79)[g.random(79) < 0.6]
+    units, periods = 5, int(g.integers(1, 60))
+    panel = g.normal(0.0, 1.0, (units, periods))
+    lagged = _Lagged(panel, 0.5, g.integers(0, units, n), g.integers(0, periods, n))
+    yield lagged, np.arange(0, 31, dtype=float)
+    yield lagged, np.array([4.0, 0.0, 17.0])
+    yield (lambda theta: np.sin(seen * theta)), np.array([0.5, 1.0, 2.0])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_feature_matrix_on_kept_rows_is_the_whole_one_masked(seed):
+    for feature, candidates in _features(seed):
+        whole = _feature_matrix(feature, candidates)
+        g = np.random.default_rng(seed + 99)
+        for keep in (g.random(len(whole)) < 0.9, np.ones(len(whole), dtype=bool), np.zeros(len(whole), dtype=bool)):
+            got = _feature_matrix(feature, candidates, keep)
+            assert got.flags.c_contiguous and got.dtype == whole.dtype
+            assert np.array_equal(got, whole[keep]), (type(feature).__name__, seed)
+
+
+@pytest.mark.parametrize("index", range(8))
+def test_seals_copy_is_a_deep_copy(index):
+    pool = builtin_personas()
+    world = WorldSpec(0, index, "default", persona_for(0, index, pool))
+    pack = get_pack(world.persona.domain)
+    streams = Streams(0, index)
+    draft = build_contract(
+        world, pack, skeleton.sample_skeleton(pack, streams.rng("skeleton"), world.persona.focus), streams
+    )
+    copied, plain = _deep_copy(draft), draft.model_copy(deep=True)
+    assert copied == plain and copied.model_dump_json() == plain.model_dump_json()
+    assert copied.model_fields_set == plain.model_fields_set
+    copied.edges[0].params["changed"] = 1.0  # nothing shared with the draft
+    copied.variables[0].name = "changed"
+    assert draft == plain

@@ -20,6 +20,7 @@ import it: one direction of imports.
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 
@@ -55,7 +56,7 @@ LOCATED_KINDS = tuple(kind for kind, m in MECHANISMS.items() if m.shaped)  # sha
 def seal(contract: Contract, state: CanonicalState, rows_lost: float = 0.0) -> Contract:
     """Fill what depends on realised data (resolved parameters, phenomena, counts) and mark C sealed.
     `rows_lost`: the share of a child's rows blanks will take from an analyst's fit (shares move with it)."""
-    sealed = contract.model_copy(deep=True)
+    sealed = _deep_copy(contract)
     for edge in sealed.edges:
         edge.params = state.params[f"{edge.parent}->{edge.child}"]
         summary = MECHANISMS[edge.kind].describe(edge.params)
@@ -74,6 +75,12 @@ def seal(contract: Contract, state: CanonicalState, rows_lost: float = 0.0) -> C
     sealed.sealed = True
     validate_contract(sealed)
     return sealed
+
+
+def _deep_copy(contract: Contract) -> Contract:
+    """`contract.model_copy(deep=True)`: the same fields, values and fields set, through one pickle round
+    trip (C code over the whole tree) instead of `copy.deepcopy`'s Python call per node, ~2x faster."""
+    return pickle.loads(pickle.dumps(contract, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def edge_phenomena(
