@@ -2,7 +2,8 @@
 the generator left in the same state: campaign windows drawn from a block of PCG64's raw words instead of
 scalar draws; a weighted pick among a few outcomes by counting running sums instead of numpy's search; the
 events over a person's daily cap ranked only in crowded hash buckets of their party-day; a relocated fit's
-candidate features built on the kept rows only; the sealed contract's deep copy through pickle."""
+candidate features built on the kept rows only; the sealed contract's deep copy through pickle; a party
+pool's search through a guide table."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from personas import builtin_personas
 from worldgen import roots, skeleton
 from worldgen.build import persona_for
 from worldgen.contract import WorldSpec, build_contract
-from worldgen.entities import _over_cap, _over_cap_ranked, weighted_choice
+from worldgen.entities import _over_cap, _over_cap_ranked, _Pool, weighted_choice
 from worldgen.estimation import _Curve, _feature_matrix, _Lagged, _Step
 from worldgen.packs import get_pack
 from worldgen.phenomena import _deep_copy
@@ -172,3 +173,21 @@ def test_seals_copy_is_a_deep_copy(index):
     copied.edges[0].params["changed"] = 1.0  # nothing shared with the draft
     copied.variables[0].name = "changed"
     assert draft == plain
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_pool_search_through_its_guide_is_numpys_search(seed):
+    """Activities from a few heavy to many tiny ones (a crowded guide falls back), zero activities, keys on
+    the running sums themselves, at zero and at the total, and the few or odd keys searched plainly."""
+    g = np.random.default_rng(seed)
+    P = int(g.integers(1, 30_000))
+    activity = g.gamma(float(g.choice([0.05, 0.3, 0.6, 2.5])), 1.0, P)
+    activity[g.random(P) < 0.02] = 0.0
+    pool = _Pool(np.arange(P), g.integers(-50, 300, P), activity)
+    cumulative = pool.cumulative
+    keys = g.random(int(g.integers(0, 40_000))) * cumulative[g.integers(0, P, 1)]
+    keys[: len(keys) // 10] = cumulative[g.integers(0, P, len(keys) // 10)]  # exactly on a sum
+    if len(keys) > 2:
+        keys[0], keys[1] = 0.0, cumulative[-1]
+    for some in (keys, keys[:100], np.append(keys, np.nan), np.append(keys, -1.0), np.append(keys, 1e300)):
+        assert np.array_equal(pool.search(some), np.searchsorted(cumulative, some, side="right"))
