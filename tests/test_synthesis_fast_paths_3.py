@@ -3,9 +3,11 @@ the generator left in the same state: campaign windows drawn from a block of PCG
 scalar draws; a weighted pick among a few outcomes by counting running sums instead of numpy's search; the
 events over a person's daily cap ranked only in crowded hash buckets of their party-day; a relocated fit's
 candidate features built on the kept rows only; the sealed contract's deep copy through pickle; a party
-pool's search through a guide table."""
+pool's search through a guide table; UUIDs' hex digits by arithmetic."""
 
 from __future__ import annotations
+
+import uuid
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ from personas import builtin_personas
 from worldgen import roots, skeleton
 from worldgen.build import persona_for
 from worldgen.contract import WorldSpec, build_contract
-from worldgen.entities import _over_cap, _over_cap_ranked, _Pool, weighted_choice
+from worldgen.entities import _HEX, _hex_digits, _over_cap, _over_cap_ranked, _Pool, _uuids, weighted_choice
 from worldgen.estimation import _Curve, _feature_matrix, _Lagged, _Step
 from worldgen.packs import get_pack
 from worldgen.phenomena import _deep_copy
@@ -191,3 +193,13 @@ def test_pool_search_through_its_guide_is_numpys_search(seed):
         keys[0], keys[1] = 0.0, cumulative[-1]
     for some in (keys, keys[:100], np.append(keys, np.nan), np.append(keys, -1.0), np.append(keys, 1e300)):
         assert np.array_equal(pool.search(some), np.searchsorted(cumulative, some, side="right"))
+
+
+def test_hex_digits_are_the_table_lookup():
+    nibbles = np.random.default_rng(0).integers(0, 16, (500, 32)).astype(np.uint8)
+    nibbles[0, :16] = np.arange(16)
+    assert np.array_equal(_hex_digits(nibbles), _HEX[nibbles])
+    draws = np.random.default_rng(1).integers(0, 2**63, size=(300, 2), dtype=np.int64)
+    assert _uuids(draws).tolist() == [
+        str(uuid.UUID(bytes=bytes(row), version=4)) for row in draws.astype(">u8").view(np.uint8).reshape(-1, 16)
+    ]
