@@ -3,7 +3,8 @@ the generator left in the same state: campaign windows drawn from a block of PCG
 scalar draws; a weighted pick among a few outcomes by counting running sums instead of numpy's search; the
 events over a person's daily cap ranked only in crowded hash buckets of their party-day; a relocated fit's
 candidate features built on the kept rows only; the sealed contract's deep copy through pickle; a party
-pool's search through a guide table; UUIDs' hex digits by arithmetic."""
+pool's search through a guide table; UUIDs' hex digits by arithmetic; events' times of day written to
+rows by position."""
 
 from __future__ import annotations
 
@@ -16,7 +17,16 @@ from personas import builtin_personas
 from worldgen import roots, skeleton
 from worldgen.build import persona_for
 from worldgen.contract import WorldSpec, build_contract
-from worldgen.entities import _HEX, _hex_digits, _over_cap, _over_cap_ranked, _Pool, _uuids, weighted_choice
+from worldgen.entities import (
+    _HEX,
+    _hex_digits,
+    _over_cap,
+    _over_cap_ranked,
+    _Pool,
+    _seconds_of_day,
+    _uuids,
+    weighted_choice,
+)
 from worldgen.estimation import _Curve, _feature_matrix, _Lagged, _Step
 from worldgen.packs import get_pack
 from worldgen.phenomena import _deep_copy
@@ -160,15 +170,19 @@ def test_feature_matrix_on_kept_rows_is_the_whole_one_masked(seed):
             assert np.array_equal(got, whole[keep]), (type(feature).__name__, seed)
 
 
-@pytest.mark.parametrize("index", range(8))
-def test_seals_copy_is_a_deep_copy(index):
-    pool = builtin_personas()
-    world = WorldSpec(0, index, "default", persona_for(0, index, pool))
+def _draft(index: int):
+    """World `index` of seed 0's draft contract (a default build's persona)."""
+    world = WorldSpec(0, index, "default", persona_for(0, index, builtin_personas()))
     pack = get_pack(world.persona.domain)
     streams = Streams(0, index)
-    draft = build_contract(
+    return build_contract(
         world, pack, skeleton.sample_skeleton(pack, streams.rng("skeleton"), world.persona.focus), streams
     )
+
+
+@pytest.mark.parametrize("index", range(8))
+def test_seals_copy_is_a_deep_copy(index):
+    draft = _draft(index)
     copied, plain = _deep_copy(draft), draft.model_copy(deep=True)
     assert copied == plain and copied.model_dump_json() == plain.model_dump_json()
     assert copied.model_fields_set == plain.model_fields_set
@@ -203,3 +217,30 @@ def test_hex_digits_are_the_table_lookup():
     assert _uuids(draws).tolist() == [
         str(uuid.UUID(bytes=bytes(row), version=4)) for row in draws.astype(">u8").view(np.uint8).reshape(-1, 16)
     ]
+
+
+def _seconds_of_day_plain(contract, n: int, rng: np.random.Generator) -> np.ndarray:
+    """`entities._seconds_of_day` as it was: numpy's weighted choice, rows written through boolean masks."""
+    c = contract.calendar
+    opening, closing = c.hours
+    weights = np.array(
+        [c.flat_share] + [p.weight * (1 - c.flat_share) / sum(q.weight for q in c.peaks) for p in c.peaks]
+    )
+    component = rng.choice(len(weights), size=n, p=weights / weights.sum())
+    hours = rng.uniform(opening, closing, n)
+    for k, peak in enumerate(c.peaks, start=1):
+        mine = component == k
+        hours[mine] = rng.normal(peak.hour, peak.sd, int(mine.sum()))
+    outside = (hours < opening) | (hours >= closing)
+    hours[outside] = rng.uniform(opening, closing, int(outside.sum()))
+    return np.minimum((hours * 3600).astype(np.int64), int(closing * 3600) - 1)
+
+
+@pytest.mark.parametrize("index", range(10))
+def test_seconds_of_day_are_the_plain_draws(index):
+    """Ten worlds' calendars (their domains' peaks), from no event to many."""
+    draft = _draft(index)
+    for n in (0, 1, 37, 20_000):
+        plain, fast = np.random.default_rng(n + index), np.random.default_rng(n + index)
+        assert np.array_equal(_seconds_of_day(draft, n, fast), _seconds_of_day_plain(draft, n, plain))
+        _same_state(plain, fast)
