@@ -4,7 +4,7 @@ scalar draws; a weighted pick among a few outcomes by counting running sums inst
 events over a person's daily cap ranked only in crowded hash buckets of their party-day; a relocated fit's
 candidate features built on the kept rows only; the sealed contract's deep copy through pickle; a party
 pool's search through a guide table; UUIDs' hex digits by arithmetic; events' times of day written to
-rows by position."""
+rows by position; rows gathered by position instead of through a boolean mask."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from personas import builtin_personas
 from worldgen import roots, skeleton
 from worldgen.build import persona_for
+from worldgen.canonical import rows_where
 from worldgen.contract import WorldSpec, build_contract
 from worldgen.entities import (
     _HEX,
@@ -244,3 +245,19 @@ def test_seconds_of_day_are_the_plain_draws(index):
         plain, fast = np.random.default_rng(n + index), np.random.default_rng(n + index)
         assert np.array_equal(_seconds_of_day(draft, n, fast), _seconds_of_day_plain(draft, n, plain))
         _same_state(plain, fast)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_rows_where_is_the_boolean_gather(seed):
+    """1-d and 2-d, floats with blanks and integers, no row, every row, and the means taken of them."""
+    g = np.random.default_rng(seed)
+    n = int(g.integers(0, 5000))
+    floats = g.normal(0.0, 1.0, (n, int(g.integers(1, 9))))
+    floats[g.random(floats.shape) < 0.01] = np.nan
+    for values in (floats, np.ascontiguousarray(floats[:, 0]), g.integers(0, 365, n)):
+        for mask in (g.random(n) < g.random(), np.zeros(n, dtype=bool), np.ones(n, dtype=bool)):
+            got, plain = rows_where(values, mask), values[mask]
+            assert got.dtype == plain.dtype and got.flags.c_contiguous == plain.flags.c_contiguous
+            assert np.array_equal(got, plain, equal_nan=True)
+            if mask.any():
+                assert np.array_equal(got.mean(axis=0), plain.mean(axis=0), equal_nan=True)

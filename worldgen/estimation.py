@@ -19,7 +19,7 @@ import numpy as np
 
 from contracts.calendar import date_factors, months, weekdays
 from contracts.model import Contract, Edge
-from worldgen.canonical import CanonicalState, table_of
+from worldgen.canonical import CanonicalState, rows_where, table_of
 from worldgen.mechanisms import MECHANISMS, Mechanism, saturation_curve, shift_periods
 from worldgen.observation import roll
 
@@ -84,7 +84,8 @@ class Fit:
             if not late.any() or not early.any():
                 self.memo[key] = late, early, None
             else:
-                self.memo[key] = late, early, self.X[late].mean(axis=0) - self.X[early].mean(axis=0)
+                change = rows_where(self.X, late).mean(axis=0) - rows_where(self.X, early).mean(axis=0)
+                self.memo[key] = late, early, change
         return self.memo[key]
 
     def normal_equations(self, v) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -25,7 +25,7 @@ import pickle
 import numpy as np
 
 from contracts.model import Contract, Edge, Phenomenon, Unidentified, validate_contract
-from worldgen.canonical import CanonicalState, grain_series
+from worldgen.canonical import CanonicalState, grain_series, rows_where
 from worldgen.estimation import (
     PROFILED,
     Fit,
@@ -168,7 +168,7 @@ def _period_change(contract: Contract, values: np.ndarray, day: np.ndarray, ph: 
     """The relative change of the half means; its tolerance widens to the change's own standard error for a
     heavy-tailed measure, whose half means move when a few of its values go missing."""
     half = contract.timeline.periods // 2
-    first, second = values[day < half], values[day >= half]
+    first, second = rows_where(values, day < half), rows_where(values, day >= half)
     a, b = float(first.mean()), float(second.mean())
     ph.target = round((b - a) / a, 6) if a else 0.0
     if a:
@@ -349,7 +349,7 @@ def trend_holds(contract: Contract, state: CanonicalState) -> bool:
         return True
     values, day = grain_series(contract, state, persona.focus)
     half = contract.timeline.periods // 2
-    a, b = float(values[day < half].mean()), float(values[day >= half].mean())
+    a, b = float(rows_where(values, day < half).mean()), float(rows_where(values, day >= half).mean())
     change = (b - a) / a if a else 0.0
     wanted = 1.0 if persona.trend == "up" else -1.0
     return change * wanted >= MATERIAL_CHANGE_TOLERANCES * CHANGE_TOLERANCE
