@@ -19,7 +19,7 @@ import numpy as np
 
 from contracts.calendar import date_factors, months, weekdays
 from contracts.model import Contract, Edge
-from worldgen.canonical import CanonicalState, table_of
+from worldgen.canonical import CanonicalState, rows_where, table_of
 from worldgen.mechanisms import MECHANISMS, Mechanism, saturation_curve, shift_periods
 from worldgen.observation import roll
 
@@ -84,7 +84,8 @@ class Fit:
             if not late.any() or not early.any():
                 self.memo[key] = late, early, None
             else:
-                self.memo[key] = late, early, self.X[late].mean(axis=0) - self.X[early].mean(axis=0)
+                change = rows_where(self.X, late).mean(axis=0) - rows_where(self.X, early).mean(axis=0)
+                self.memo[key] = late, early, change
         return self.memo[key]
 
     def normal_equations(self, v) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -159,9 +160,8 @@ def _relocated_fits(
     inside = [t for t in candidates if abs(statistic(t) - _planted_location(other)) <= tolerance]
     out: list[np.ndarray] = []
     if inside:
-        F = _feature_matrix(feature, np.asarray(inside, dtype=float))
-        if not keep.all():  # usually no row is clipped: then no copy
-            F = F[keep]
+        # Usually no row is clipped; else only the kept rows are built (no copy of a (rows, candidates) array).
+        F = _feature_matrix(feature, np.asarray(inside, dtype=float), None if keep.all() else keep)
         XtF, FtF, Fty = X.T @ F, np.einsum("ij,ij->j", F, F), F.T @ y
         varies = FtF - F.sum(axis=0) ** 2 / max(len(y), 1) > 1e-12 * max(len(y), 1)
         out = _swapped_solutions(A, b, k, (XtF, FtF, Fty), np.flatnonzero(varies))
@@ -494,12 +494,15 @@ def _planted_location(e: Edge) -> float:
     return {"threshold": e.params.get("tau"), "lag": e.params.get("lag")}[e.kind]
 
 
-def _feature_matrix(feature, candidates: np.ndarray) -> np.ndarray:
+def _feature_matrix(feature, candidates: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
     """Every candidate's feature as a column of one (rows, candidates) array in C order, as column_stack
-    builds it (the profile's sums then run in the same order), all at once when the feature can."""
+    builds it (the profile's sums then run in the same order), all at once when the feature can. `rows` (a
+    mask or positions of the feature's rows, None: all) gives the same array as `[rows]` of the whole one,
+    built on those rows only when the feature can."""
     if isinstance(feature, _Columns):
-        return feature.columns(candidates)
-    return np.column_stack([feature(theta) for theta in candidates])
+        return feature.columns(candidates, rows)
+    F = np.column_stack([feature(theta) for theta in candidates])
+    return F if rows is None else F[rows]
 
 
 class _Columns:
@@ -509,7 +512,8 @@ class _Columns:
     def __call__(self, theta: float) -> np.ndarray:
         raise NotImplementedError
 
-    def columns(self, thetas: np.ndarray) -> np.ndarray:
+    def columns(self, thetas: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """The candidates' columns, on `rows` of the feature's rows only (a mask or positions; None: all)."""
         raise NotImplementedError
 
 
@@ -522,8 +526,9 @@ class _Step(_Columns):
     def __call__(self, theta: float) -> np.ndarray:
         return (self.seen > theta).astype(float)
 
-    def columns(self, thetas: np.ndarray) -> np.ndarray:
-        return (self.seen[:, None] > thetas[None, :]).astype(float)
+    def columns(self, thetas: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        seen = self.seen if rows is None else self.seen[rows]
+        return (seen[:, None] > thetas[None, :]).astype(float)
 
 
 @dataclass(frozen=True)
@@ -538,8 +543,10 @@ class _Curve(_Columns):
     def __call__(self, theta: float) -> np.ndarray:
         return saturation_curve(self.seen, 1.0, theta, self.origin)
 
-    def columns(self, thetas: np.ndarray) -> np.ndarray:
+    def columns(self, thetas: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         curve, inverse = self.distinct(thetas)
+        if rows is not None:
+            inverse = inverse[rows]
         return np.take(curve, inverse, axis=0)  # curve[inverse], the same array, gathered faster
 
     @cached_property
@@ -576,7 +583,7 @@ class _Lagged(_Columns):
             valid, flat[self.unit.astype(np.int64) * self.panel.shape[1] + np.where(valid, source, 0)], self.fill
         )
 
-    def columns(self, thetas: np.ndarray) -> np.ndarray:
+    def columns(self, thetas: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         lags = np.array([int(theta) for theta in thetas], dtype=np.int64)
         if len(lags) == 0 or lags.min() < 0:
             raise ValueError("lags are candidates 0, 1, ..., MAX_LAG")
@@ -587,8 +594,9 @@ class _Lagged(_Columns):
         reversed_ = np.full((U, T + width - 1), self.fill)
         reversed_[:, :T] = self.panel[:, ::-1]
         windows = np.lib.stride_tricks.sliding_window_view(reversed_, width, axis=1)
-        rows = windows[self.unit, T - 1 - self.day]
-        return rows if np.array_equal(lags, np.arange(width)) else np.ascontiguousarray(rows[:, lags])
+        unit, day = (self.unit, self.day) if rows is None else (self.unit[rows], self.day[rows])
+        picked = windows[unit, T - 1 - day]
+        return picked if np.array_equal(lags, np.arange(width)) else np.ascontiguousarray(picked[:, lags])
 
 
 def _subset(n: int) -> np.ndarray:

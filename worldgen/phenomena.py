@@ -20,11 +20,12 @@ import it: one direction of imports.
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 
 from contracts.model import Contract, Edge, Phenomenon, Unidentified, validate_contract
-from worldgen.canonical import CanonicalState, grain_series
+from worldgen.canonical import CanonicalState, grain_series, rows_where
 from worldgen.estimation import (
     PROFILED,
     Fit,
@@ -55,7 +56,7 @@ LOCATED_KINDS = tuple(kind for kind, m in MECHANISMS.items() if m.shaped)  # sha
 def seal(contract: Contract, state: CanonicalState, rows_lost: float = 0.0) -> Contract:
     """Fill what depends on realised data (resolved parameters, phenomena, counts) and mark C sealed.
     `rows_lost`: the share of a child's rows blanks will take from an analyst's fit (shares move with it)."""
-    sealed = contract.model_copy(deep=True)
+    sealed = _deep_copy(contract)
     for edge in sealed.edges:
         edge.params = state.params[f"{edge.parent}->{edge.child}"]
         summary = MECHANISMS[edge.kind].describe(edge.params)
@@ -74,6 +75,12 @@ def seal(contract: Contract, state: CanonicalState, rows_lost: float = 0.0) -> C
     sealed.sealed = True
     validate_contract(sealed)
     return sealed
+
+
+def _deep_copy(contract: Contract) -> Contract:
+    """`contract.model_copy(deep=True)`: the same fields, values and fields set, through one pickle round
+    trip (C code over the whole tree) instead of `copy.deepcopy`'s Python call per node, ~2x faster."""
+    return pickle.loads(pickle.dumps(contract, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def edge_phenomena(
@@ -161,7 +168,7 @@ def _period_change(contract: Contract, values: np.ndarray, day: np.ndarray, ph: 
     """The relative change of the half means; its tolerance widens to the change's own standard error for a
     heavy-tailed measure, whose half means move when a few of its values go missing."""
     half = contract.timeline.periods // 2
-    first, second = values[day < half], values[day >= half]
+    first, second = rows_where(values, day < half), rows_where(values, day >= half)
     a, b = float(first.mean()), float(second.mean())
     ph.target = round((b - a) / a, 6) if a else 0.0
     if a:
@@ -342,7 +349,7 @@ def trend_holds(contract: Contract, state: CanonicalState) -> bool:
         return True
     values, day = grain_series(contract, state, persona.focus)
     half = contract.timeline.periods // 2
-    a, b = float(values[day < half].mean()), float(values[day >= half].mean())
+    a, b = float(rows_where(values, day < half).mean()), float(rows_where(values, day >= half).mean())
     change = (b - a) / a if a else 0.0
     wanted = 1.0 if persona.trend == "up" else -1.0
     return change * wanted >= MATERIAL_CHANGE_TOLERANCES * CHANGE_TOLERANCE

@@ -203,7 +203,20 @@ def _signal(v: Variable, late: np.ndarray, shift: float, rng: np.random.Generato
 def _campaigns(
     U: int, T: int, late: np.ndarray, p_before: float, p_after: float, rng: np.random.Generator
 ) -> np.ndarray:
-    """On/off campaign windows per unit; the share of time on moves from p_before to p_after where `late`."""
+    """On/off campaign windows per unit; the share of time on moves from p_before to p_after where `late`.
+    `_campaigns_plain` draws them one scalar at a time (~60 draws a unit, a few microseconds each through
+    numpy's scalar path); on numpy's default PCG64 the same draws are made from one block of raw words
+    (`_campaigns_raw`), which leaves the generator exactly where the plain way does."""
+    if type(rng.bit_generator) is np.random.PCG64:
+        out = _campaigns_raw(U, T, late, p_before, p_after, rng.bit_generator)
+        if out is not None:
+            return out
+    return _campaigns_plain(U, T, late, p_before, p_after, rng)
+
+
+def _campaigns_plain(
+    U: int, T: int, late: np.ndarray, p_before: float, p_after: float, rng: np.random.Generator
+) -> np.ndarray:
     out = np.zeros((U, T))
     for u, late_row in enumerate(late.tolist()):  # Python bools: indexing numpy by scalar costs more than a draw
         t, on = int(rng.integers(0, CAMPAIGN_FIRST_START)), bool(rng.random() < p_before)
@@ -214,6 +227,74 @@ def _campaigns(
                 out[u, t : t + length] = 1.0
             t += length
             on = bool(rng.random() < p)
+    return out
+
+
+def _campaign_words(U: int, T: int) -> int:
+    """Raw words enough for `_campaigns_raw` unless Lemire rejects: a unit's first start and on/off, then per
+    window (at most T // shortest + 1) one length (at most a word) and one on/off (a word)."""
+    return U * (2 + 2 * (T // CAMPAIGN_LENGTH[0] + 1)) + RAW_SLACK
+
+
+RAW_SLACK = 64  # words for rejections (each about 1 in 10**8 draws); more than these sends the plain way
+UINT32 = 0xFFFFFFFF
+DOUBLE_UNIT = 1.0 / 9007199254740992.0  # 2**-53: numpy's double from the top 53 bits of a 64-bit word
+
+
+def _campaigns_raw(
+    U: int, T: int, late: np.ndarray, p_before: float, p_after: float, bitgen: np.random.PCG64
+) -> np.ndarray | None:
+    """`_campaigns_plain`'s draws made from PCG64's raw 64-bit words as numpy makes them: `random()` is the
+    top 53 bits of one word times 2**-53; `integers(low, high)` (a range below 2**32) is Lemire's bounded
+    draw on a 32-bit half word (the low half of a fresh word, the high half kept for the next such draw, as
+    PCG64's `has_uint32` buffer does). A block of words large enough for the most any unit can use is drawn
+    at once; afterwards the generator is set to the state the plain draws leave (its counter advanced by the
+    words used, the half word kept). None, with the generator untouched, if the block runs out (a Lemire
+    rejection, about one in 10**8 draws, could need more)."""
+    start = bitgen.state
+    words = bitgen.random_raw(_campaign_words(U, T)).tolist()
+    has_half, half = bool(start["has_uint32"]), int(start["uinteger"])
+    used = 0
+
+    def bounded(low: int, high: int) -> int:
+        """numpy's `integers(low, high)` for high - low <= 2**32 - 1 (Lemire, 32-bit)."""
+        nonlocal has_half, half, used
+        span = high - low
+        while True:
+            if has_half:
+                has_half, draw = False, half
+            else:
+                word = words[used]
+                used += 1
+                has_half, half, draw = True, word >> 32, word & UINT32
+            m = draw * span
+            leftover = m & UINT32
+            if leftover >= span or leftover >= (UINT32 - (span - 1)) % span:
+                return low + (m >> 32)
+
+    out = np.zeros((U, T))
+    lo, hi = CAMPAIGN_LENGTH
+    try:
+        for u, late_row in enumerate(late.tolist()):
+            t = bounded(0, CAMPAIGN_FIRST_START)
+            on = (words[used] >> 11) * DOUBLE_UNIT < p_before
+            used += 1
+            while t < T:
+                p = p_after if late_row[t] else p_before
+                length = bounded(lo, hi)
+                if on:
+                    out[u, t : t + length] = 1.0
+                t += length
+                on = (words[used] >> 11) * DOUBLE_UNIT < p
+                used += 1
+    except IndexError:
+        bitgen.state = start
+        return None
+    bitgen.state = start
+    bitgen.advance(used)
+    state = bitgen.state
+    state["has_uint32"], state["uinteger"] = int(has_half), half
+    bitgen.state = state
     return out
 
 
