@@ -1,0 +1,71 @@
+"""The third set of fast paths of the projection and the build give what the plain ways give."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import polars as pl
+import pytest
+
+from worldgen.observe import _in_order, sort_rows
+
+INTEGER_TYPES = [pl.Int64, pl.Int32, pl.UInt32, pl.Int8]
+
+
+def _keys(rng: random.Random, n: int, dtype: pl.DataType, spread: int, ordered: bool) -> list[int]:
+    spread = min(spread, 100) if dtype == pl.Int8 else spread
+    lo = 0 if dtype == pl.UInt32 else -spread
+    values = [rng.randint(lo, spread) for _ in range(n)]
+    return sorted(values) if ordered else values
+
+
+def _frame(rng: random.Random, n: int, dtype: pl.DataType, how: str) -> pl.DataFrame:
+    """A frame of two integer keys and a payload: in order by (a, b), by a alone, or shuffled."""
+    a = _keys(rng, n, dtype, rng.choice([1, 3, 1000]), ordered=how != "shuffled")
+    b = _keys(rng, n, dtype, rng.choice([1, 3, 1000]), ordered=False)
+    if how == "ordered":  # ascending within each run of equal a
+        rows = sorted(zip(a, b, strict=True))
+        a, b = [r[0] for r in rows], [r[1] for r in rows]
+    payload = [rng.choice(["x", "y", None, "ü"]) for _ in range(n)]
+    return pl.DataFrame({"a": pl.Series(a, dtype=dtype), "b": pl.Series(b, dtype=dtype), "p": payload})
+
+
+def _same(fast: pl.DataFrame, plain: pl.DataFrame) -> None:
+    assert fast.equals(plain)
+    assert fast.schema == plain.schema
+    assert [fast[c].flags for c in fast.columns] == [plain[c].flags for c in plain.columns]
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("dtype", INTEGER_TYPES)
+@pytest.mark.parametrize("how", ["ordered", "first_key_only", "shuffled"])
+def test_sort_rows_is_the_stable_sort(seed, dtype, how):
+    rng = random.Random(seed)
+    for n in (0, 1, 2, 3, 17, 400):
+        frame = _frame(rng, n, dtype, how)
+        for by in (["a", "b"], ["a"], ["b"], ["b", "a"], ["a", "p"]):
+            _same(sort_rows(frame, by), frame.sort(by, maintain_order=True))
+
+
+def test_sort_rows_takes_its_fast_path_on_sorted_integer_keys():
+    frame = pl.DataFrame({"t": [1, 1, 2, 5], "id": [3, 4, 1, 1], "v": [0.5, None, 2.0, float("nan")]})
+    assert _in_order(frame, ["t", "id"])
+    assert not _in_order(frame, ["id", "t"])
+    assert not _in_order(frame.with_columns(pl.col("t").cast(pl.Float64)), ["t"])  # only integer keys decide
+    assert not _in_order(frame.with_columns(pl.lit(None, pl.Int64).alias("t")), ["t"])  # blanks: sorted as usual
+    assert not _in_order(frame, [])
+    _same(sort_rows(frame, ["t", "id"]), frame.sort(["t", "id"], maintain_order=True))
+    # the input frame is left as it was (no flag set on the caller's column)
+    assert frame["t"].flags == {"SORTED_ASC": False, "SORTED_DESC": False}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sort_rows_ties_keep_their_order(seed):
+    rng = np.random.default_rng(seed)
+    n = 2000
+    frame = pl.DataFrame({"t": np.sort(rng.integers(0, 30, n)), "id": rng.integers(0, 3, n), "row": np.arange(n)})
+    ordered = frame.sort(["t", "id"], maintain_order=True)
+    frame = pl.DataFrame({c: ordered[c].to_numpy() for c in ordered.columns})  # in order, but not flagged
+    assert _in_order(frame, ["t", "id"])
+    _same(sort_rows(frame, ["t", "id"]), frame.sort(["t", "id"], maintain_order=True))
