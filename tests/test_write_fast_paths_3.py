@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from worldgen.defects import respelled
 from worldgen.observe import _in_order, sort_rows
 
 INTEGER_TYPES = [pl.Int64, pl.Int32, pl.UInt32, pl.Int8]
@@ -69,3 +70,18 @@ def test_sort_rows_ties_keep_their_order(seed):
     frame = pl.DataFrame({c: ordered[c].to_numpy() for c in ordered.columns})  # in order, but not flagged
     assert _in_order(frame, ["t", "id"])
     _same(sort_rows(frame, ["t", "id"]), frame.sort(["t", "id"], maintain_order=True))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_respelled_is_replace(seed):
+    rng = random.Random(seed)
+    pool = ["Acme Ltd", "acme ltd", "Bäcker & Söhne", "", " x ", "Farm 1", "Farm 10", "日本"]
+    for n in (0, 1, 5, 300):
+        values = [None if rng.random() < 0.1 else rng.choice(pool) for _ in range(n)]
+        frame = pl.DataFrame({"n": pl.Series(values, dtype=pl.String)})
+        if rng.random() < 0.5:
+            frame = frame.sort("n")  # a sorted, flagged column, as a master file sorted by name has
+        keys = rng.sample(pool, k=rng.randint(0, len(pool)))
+        mapping = {k: rng.choice([k.upper(), k + "  ", "Acme Ltd", ""]) for k in keys}
+        fast = frame.with_columns(respelled(pl.col("n"), mapping))
+        _same(fast, frame.with_columns(pl.col("n").replace(mapping)))
