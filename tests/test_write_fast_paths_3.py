@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import random
 
 import numpy as np
 import polars as pl
 import pytest
 
+from worldgen import build
 from worldgen.defects import respelled
 from worldgen.observe import _in_order, sort_rows
 
@@ -70,6 +72,20 @@ def test_sort_rows_ties_keep_their_order(seed):
     frame = pl.DataFrame({c: ordered[c].to_numpy() for c in ordered.columns})  # in order, but not flagged
     assert _in_order(frame, ["t", "id"])
     _same(sort_rows(frame, ["t", "id"]), frame.sort(["t", "id"], maintain_order=True))
+
+
+def test_freeze_long_lived_keeps_the_collector_working():
+    before = gc.get_freeze_count()
+    try:
+        build._freeze_long_lived()
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= before
+        cycle: list = []
+        cycle.append(cycle)
+        del cycle
+        assert gc.collect() >= 1  # objects made after the freeze are still collected
+    finally:
+        gc.unfreeze()
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -31,6 +31,7 @@ import contextlib
 import ctypes
 import dataclasses
 import fcntl
+import gc
 import hashlib
 import json
 import multiprocessing
@@ -845,6 +846,8 @@ def _worker_main(conn: multiprocessing.connection.Connection, parent: int) -> No
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with_parent(parent)
     _limit_address_space()
+    _freeze_long_lived()
+    settled = False
     while True:
         try:
             job = conn.recv()
@@ -856,10 +859,26 @@ def _worker_main(conn: multiprocessing.connection.Connection, parent: int) -> No
             message = ("ok", _build_one(*job))
         except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
             message = ("error", f"{type(exc).__name__}: {exc}")
+        if not settled:  # what the first world imported and cached lives as long as the worker too
+            _freeze_long_lived()
+            settled = True
         try:
             conn.send(message)
         except (OSError, ValueError):
             os._exit(1)
+
+
+def _freeze_long_lived() -> None:
+    """Move every object alive now out of the cyclic garbage collector's sight (`gc.freeze`).
+
+    A worker holds ~100k tracked objects that live as long as it does (modules, classes, functions, caches),
+    and every collection that reaches the oldest generation walks them all: the collector took 12.7 ms of CPU
+    a default world, 3.4 ms once they are frozen (gc.callbacks over worlds 1-6 of seed 0, one process). Only a
+    worker does this, never the caller's process. Collected first, so that no garbage is frozen with them; the
+    world's bytes do not depend on it.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _die_with_parent(parent: int) -> None:
