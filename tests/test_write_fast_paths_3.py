@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import random
 
 import numpy as np
@@ -101,3 +102,46 @@ def test_respelled_is_replace(seed):
         mapping = {k: rng.choice([k.upper(), k + "  ", "Acme Ltd", ""]) for k in keys}
         fast = frame.with_columns(respelled(pl.col("n"), mapping))
         _same(fast, frame.with_columns(pl.col("n").replace(mapping)))
+
+
+def test_spawn_environment_tunes_the_allocator_and_restores(monkeypatch):
+    knob = build.POLARS_ALLOCATOR_KNOB
+    for before in (None, build.POLARS_OWN_ALLOCATOR_CONF):  # unset, or as importing polars leaves it
+        if before is None:
+            monkeypatch.delenv(knob, raising=False)
+        else:
+            monkeypatch.setenv(knob, before)
+        with build._spawn_environment(2):
+            assert os.environ[knob] == build.POLARS_ALLOCATOR_CONF  # what the spawned workers inherit
+        assert os.environ.get(knob) == before  # never left in the caller's process
+    monkeypatch.setenv(knob, build.POLARS_OWN_ALLOCATOR_CONF + ",narenas:1")  # a user's setting, as polars keeps it
+    with build._spawn_environment(2):
+        assert os.environ[knob] == build.POLARS_OWN_ALLOCATOR_CONF + ",narenas:1"  # the user's own setting wins
+
+
+def test_polars_leaves_its_own_allocator_settings_unless_told_otherwise():
+    """The driver recognises polars' own settings by this text: if polars changes them, this says so."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != build.POLARS_ALLOCATOR_KNOB}
+    code = f"import os, polars; print(os.environ[{build.POLARS_ALLOCATOR_KNOB!r}])"
+    shown = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == build.POLARS_OWN_ALLOCATOR_CONF
+
+
+def test_workers_get_the_allocator_settings(monkeypatch):
+    """A spawned worker's polars ends with our settings last (jemalloc takes the last of a repeated option)."""
+    import multiprocessing
+
+    monkeypatch.setenv(build.POLARS_ALLOCATOR_KNOB, build.POLARS_OWN_ALLOCATOR_CONF)
+    context = multiprocessing.get_context("spawn")
+    with build._spawn_environment(1), context.Pool(1) as pool:
+        shown = pool.apply(_allocator_settings)
+    assert shown.endswith("," + build.POLARS_ALLOCATOR_CONF)
+
+
+def _allocator_settings() -> str:
+    import polars  # noqa: F401 - its import writes the settings it starts jemalloc with
+
+    return os.environ[build.POLARS_ALLOCATOR_KNOB]
