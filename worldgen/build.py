@@ -31,6 +31,7 @@ import contextlib
 import ctypes
 import dataclasses
 import fcntl
+import gc
 import hashlib
 import json
 import multiprocessing
@@ -83,6 +84,15 @@ WORKER_PEAK_MIB = {"small": 370, "default": 650, "large": 950}
 # Address-space cap of a worker process: ~3x the largest world's virtual peak (2.4 GiB at --size large), so a
 # runaway world fails with one line instead of taking the machine down. Workers only, never the caller's process.
 WORKER_ADDRESS_SPACE = 8 << 30
+# polars' allocator (jemalloc) in a worker: keep freed pages for 5 s instead of handing them back to the
+# kernel within a fraction of a second, so that the next stage's frames reuse them instead of faulting fresh
+# zeroed pages in. 10 default worlds of seed 0 (rusage of build_world in one process): page faults
+# 12.8k -> 5.1k a world, system CPU 52 -> 41 ms a world, user CPU unchanged, peak RSS +25 MiB (406 -> 430).
+# polars, on import, writes its own settings into the variable and appends what was there (the later wins);
+# the driver has imported polars, so the variable holds polars' own settings unless the user set some.
+POLARS_ALLOCATOR_KNOB = "_RJEM_MALLOC_CONF"
+POLARS_ALLOCATOR_CONF = "dirty_decay_ms:5000,muzzy_decay_ms:5000"
+POLARS_OWN_ALLOCATOR_CONF = "dirty_decay_ms:500,muzzy_decay_ms:1000"  # polars 1.x-2.x, without a user's setting
 WATCHDOG_SECONDS = 0.5  # how often a worker checks that its parent is alive
 STOP_GRACE_SECONDS = 5.0  # how long a worker may take to exit after being told to, before it is killed
 
@@ -808,12 +818,15 @@ def _stop_workers(cfg: BuildConfig, pool: list[Persona], workers: list[_Worker],
 
 @contextlib.contextmanager
 def _spawn_environment(workers: int) -> Iterator[None]:
-    """Pin each worker to cores/workers polars and BLAS threads (read at their import), without leaking them here."""
+    """Pin each worker to cores/workers polars and BLAS threads and tune polars' allocator (read at their
+    import), without leaking them here."""
     threads = str(max(1, available_cores() // workers))
-    knobs = ("POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    saved = {k: os.environ.get(k) for k in knobs}
-    for knob in knobs:
-        os.environ.setdefault(knob, threads)
+    knobs = dict.fromkeys(("POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), threads)
+    saved = {k: os.environ.get(k) for k in [*knobs, POLARS_ALLOCATOR_KNOB]}
+    for knob, value in knobs.items():
+        os.environ.setdefault(knob, value)  # the user's own setting wins
+    if os.environ.get(POLARS_ALLOCATOR_KNOB) in (None, POLARS_OWN_ALLOCATOR_CONF):  # a user's setting wins too
+        os.environ[POLARS_ALLOCATOR_KNOB] = POLARS_ALLOCATOR_CONF
     try:
         yield
     finally:
@@ -845,6 +858,8 @@ def _worker_main(conn: multiprocessing.connection.Connection, parent: int) -> No
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with_parent(parent)
     _limit_address_space()
+    _freeze_long_lived()
+    settled = False
     while True:
         try:
             job = conn.recv()
@@ -856,10 +871,26 @@ def _worker_main(conn: multiprocessing.connection.Connection, parent: int) -> No
             message = ("ok", _build_one(*job))
         except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
             message = ("error", f"{type(exc).__name__}: {exc}")
+        if not settled:  # what the first world imported and cached lives as long as the worker too
+            _freeze_long_lived()
+            settled = True
         try:
             conn.send(message)
         except (OSError, ValueError):
             os._exit(1)
+
+
+def _freeze_long_lived() -> None:
+    """Move every object alive now out of the cyclic garbage collector's sight (`gc.freeze`).
+
+    A worker holds ~100k tracked objects that live as long as it does (modules, classes, functions, caches),
+    and every collection that reaches the oldest generation walks them all: the collector took 12.7 ms of CPU
+    a default world, 3.4 ms once they are frozen (gc.callbacks over worlds 1-6 of seed 0, one process). Only a
+    worker does this, never the caller's process. Collected first, so that no garbage is frozen with them; the
+    world's bytes do not depend on it.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _die_with_parent(parent: int) -> None:

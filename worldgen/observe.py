@@ -116,7 +116,35 @@ def clean_view(d: Deliverable, contract: Contract, state: CanonicalState, order:
         frame = _schedule_view(d, contract, state)
     else:
         frame = _table_view(d, contract, state)
-    return frame.sort(order_columns(d, order), maintain_order=True)
+    return sort_rows(frame, order_columns(d, order))
+
+
+def sort_rows(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """`frame.sort(by, maintain_order=True)`. An event log's rows mostly come out of X already in its order
+    (by time, then id): a stable sort of sorted rows leaves them as they are, so it is skipped when a look at
+    the integer keys shows they are (~0.1 ms against 2-6 ms for sorting and gathering 60k rows), and only the
+    flag the sort would set is set."""
+    if not _in_order(frame, by):
+        return frame.sort(by, maintain_order=True)
+    out = frame.clone()  # shallow: the columns are shared
+    out.replace_column(frame.get_column_index(by[0]), frame[by[0]].set_sorted())  # as the sort flags it
+    return out
+
+
+def _in_order(frame: pl.DataFrame, by: list[str]) -> bool:
+    """Whether the rows are already ascending by the keys `by`, in turn; decided only for integer keys
+    without blanks (False otherwise, and the caller sorts)."""
+    keys = [frame[c] for c in by]
+    if not by or not all(k.dtype.is_integer() and k.null_count() == 0 for k in keys):
+        return False
+    tied = np.ones(max(frame.height - 1, 0), dtype=bool)  # neighbouring rows equal on every key so far
+    for key in keys:
+        values = key.to_numpy()
+        before, after = values[:-1], values[1:]
+        if (tied & (after < before)).any():
+            return False
+        tied &= after == before
+    return True
 
 
 def _table_view(d: Deliverable, contract: Contract, state: CanonicalState) -> pl.DataFrame:
