@@ -280,18 +280,40 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
     events_d, events = by_grain["events"][0]
     events = keys.resolve(events, events_d).with_columns((pl.col("time") // 86400).cast(pl.Int64).alias("day"))
     if clean:
-        events = events.unique(subset=["event_id"], keep="first", maintain_order=True)
+        events = first_per_event(events)
         daily = is_daily_panel(events)  # the repairs change values, not keys: the answer holds for every column
         for column in [amount] + [v for v in event_vars if v in events.columns]:
             events = repair_unit_drift(events, column, units_of[column], daily)
     for _, detail in by_grain.get("event_detail", []):
         detail = detail.drop("time", strict=False)
         if clean:
-            detail = detail.unique(subset=["event_id"], keep="first", maintain_order=True)
+            detail = first_per_event(detail)
             for column in [c for c in detail.columns if c in event_vars]:
                 detail = repair_unit_drift(_dated(detail, events), column, units_of[column]).drop("day")
         events = _with_detail(events, detail)
     return events.select("event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns])
+
+
+def first_per_event(frame: pl.DataFrame) -> pl.DataFrame:
+    """frame.unique(subset=["event_id"], keep="first", maintain_order=True), by marking each id's first row:
+    for 64-bit integer ids without nulls in a short span (a system's usually are), in a table of the span
+    (a pass each way, no hashing); for text ids, by polars' `is_first_distinct` (a null is an id, as for
+    `unique`). The frame itself when no id repeats."""
+    ids = frame["event_id"]
+    if ids.dtype == pl.String:
+        keep = ids.is_first_distinct()
+    elif ids.dtype == pl.Int64 and not ids.null_count() and frame.height:
+        values = ids.to_numpy()
+        low, high = int(values.min()), int(values.max())
+        if high - low >= DENSE_IDS_SPAN * len(values):
+            return frame.unique(subset=["event_id"], keep="first", maintain_order=True)
+        rows = np.arange(len(values))
+        first = np.full(high - low + 1, len(values))
+        np.minimum.at(first, values - low, rows)
+        keep = pl.Series(first[values - low] == rows)
+    else:
+        return frame.unique(subset=["event_id"], keep="first", maintain_order=True)
+    return frame if keep.all() else frame.filter(keep)
 
 
 def _dated(detail: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
