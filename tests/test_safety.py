@@ -186,3 +186,27 @@ def test_a_build_killed_while_stamping_its_directory_can_start_again(tmp_path):
     (out / "notes.txt").write_text("a user's file")
     with pytest.raises(Exception, match="not a worldgen build"):
         inspect_out(BuildConfig(n=1, out=out, size="small"), sorted(builtin_personas(), key=lambda p: p.id))
+
+
+def test_a_refused_build_names_a_holder_that_writes_its_pid_a_moment_late(tmp_path):
+    """The holder takes the lock, then writes its pid: a build refused in between waits to read it."""
+    import fcntl
+    import threading
+
+    from worldgen.build import LOCK_FILE, _locked_error
+
+    lock = tmp_path / LOCK_FILE
+    lock.write_bytes(b"")
+    holder = os.open(lock, os.O_RDWR)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    late = threading.Timer(0.1, lambda: os.pwrite(holder, b"4242\n", 0))
+    late.start()
+    reader = os.open(lock, os.O_RDONLY)
+    try:
+        assert "(pid 4242)" in str(_locked_error(tmp_path, reader))
+        os.ftruncate(holder, 0)  # a holder that never writes: named unknown, after a bounded wait
+        assert "(pid unknown)" in str(_locked_error(tmp_path, reader))
+    finally:
+        late.join()
+        os.close(reader)
+        os.close(holder)

@@ -93,6 +93,7 @@ WORKER_ADDRESS_SPACE = 8 << 30
 POLARS_ALLOCATOR_KNOB = "_RJEM_MALLOC_CONF"
 POLARS_ALLOCATOR_CONF = "dirty_decay_ms:5000,muzzy_decay_ms:5000"
 POLARS_OWN_ALLOCATOR_CONF = "dirty_decay_ms:500,muzzy_decay_ms:1000"  # polars 1.x-2.x, without a user's setting
+LOCK_PID_WAIT_SECONDS = 0.5  # the longest a refused build waits to read the holder's pid
 WATCHDOG_SECONDS = 0.5  # how often a worker checks that its parent is alive
 STOP_GRACE_SECONDS = 5.0  # how long a worker may take to exit after being told to, before it is killed
 
@@ -461,7 +462,11 @@ def _check_unlocked(out: Path) -> None:
 
 
 def _locked_error(out: Path, fd: int) -> InputError:
-    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+    # The holder writes its pid just after taking the lock: a build refused in that instant waits a moment for it.
+    deadline = time.monotonic() + LOCK_PID_WAIT_SECONDS
+    while not (holder := os.pread(fd, 32, 0).decode("ascii", "replace").strip()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    holder = holder or "unknown"
     return InputError(
         f"--out {one_line(out)} is being built by another worldgen build (pid {one_line(holder, 32)}); "
         "wait for it to finish or use another --out"
