@@ -633,9 +633,7 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
         # no season or lever does; this finds a switch even inside a seasonal ramp.
         found = _adjacent_switch(frame, column, factors)
         if found is not None:
-            from_day, factor = found
-            fixed = pl.when(pl.col("day") >= from_day).then(pl.col(column) / factor).otherwise(pl.col(column))
-            return frame.with_columns(fixed.cast(pl.Float64).alias(column))
+            return _converted(frame, column, *found)
         # A day-to-day noisy measure (a harvest that rain halves one day) can spread a switch's step over
         # two reports; the level either side of the best split still shows it, as for a sparse measure.
     positive = frame.select("day", column).filter(pl.col(column) > 0).sort("day")
@@ -659,25 +657,40 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
     if len(matched) != 1:  # no estimate of the step names a factor, or two name different ones
         return frame
     factor = matched.pop()
-    if dense and not (
-        _sharp_over_days(frame, column, from_day, jump) or _persists(frame, column, from_day, factor, SWITCH_REPORTS)
-    ):
-        # In a daily report a switch moves the units by the whole jump between the few reports either side
-        # of its day, even when a bad day blurs it, or by half the factor between the two reports either side
-        # when the level climbs steeply through it; a load ramping up over a week or more (which three weeks
-        # either side make look sharp) does neither.
-        # Unless the split missed the day: a switch into a slump (a fortnight of few, low reports) leaves the
-        # slump's converted values between the old level and the new, every split across the slump is about as
-        # sure, and it can land a week or two late, where the reports either side are all converted. No real
-        # cause steps every unit's own reports by half a large factor (tenfold for cents), so the units place
-        # such a switch themselves; a factor under SMALL_FACTOR is a step a ramp also takes over a few reports.
-        from_day = _cliff_day(frame, column, from_day, factor) if abs(np.log(factor)) >= np.log(SMALL_FACTOR) else None
+    if dense:
+        from_day = _daily_switch_day(frame, column, from_day, jump, factor)
         if from_day is None:
             return frame
     if "unit_id" in frame.columns and not _every_unit_switches(frame, column, from_day, factor):
         return frame  # a lever changed for some units (a policy), not the unit of the whole system
+    return _converted(frame, column, from_day, factor)
+
+
+def _converted(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> pl.DataFrame:
+    """The column divided by `factor` from `from_day` on."""
     fixed = pl.when(pl.col("day") >= from_day).then(pl.col(column) / factor).otherwise(pl.col(column))
     return frame.with_columns(fixed.cast(pl.Float64).alias(column))
+
+
+def _daily_switch_day(frame: pl.DataFrame, column: str, day: int, jump: float, factor: float) -> int | None:
+    """The day a daily report's split-found switch takes effect: the split's own `day` if the units confirm it
+    there, the day their own reports place it if the split missed it, else None (no switch).
+
+    In a daily report a switch moves the units by the whole jump between the few reports either side of its
+    day, even when a bad day blurs it, or by half the factor between the two reports either side when the
+    level climbs steeply through it; a load ramping up over a week or more (which three weeks either side make
+    look sharp) does neither.
+    Unless the split missed the day: a switch into a slump (a fortnight of few, low reports) leaves the slump's
+    converted values between the old level and the new, every split across the slump is about as sure, and it
+    can land a week or two late, where the reports either side are all converted. No real cause steps every
+    unit's own reports by half a large factor (tenfold for cents), so the units place such a switch
+    themselves; a factor under SMALL_FACTOR is a step a ramp also takes over a few reports.
+    """
+    if _sharp_over_days(frame, column, day, jump) or _persists(frame, column, day, factor, SWITCH_REPORTS):
+        return day
+    if abs(np.log(factor)) >= np.log(SMALL_FACTOR):
+        return _cliff_day(frame, column, day, factor)
+    return None
 
 
 def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, float] | None:
