@@ -24,6 +24,7 @@ from contracts.model import Contract, Edge, Phenomenon
 SCAN_ROWS = 20_000  # scans score candidates on a random 20k-row subset; the final fit uses every row
 SCAN_ROUNDS = 2  # each nonlinear parameter is re-scanned once the others have moved
 MIN_SCAN_ROWS = 30  # below this many usable rows a scan keeps its starting value
+ROLL_CHUNK = 16  # a rolling child's scan rolls this many candidates' features as one stack (memory bound)
 
 
 @dataclass
@@ -193,13 +194,14 @@ def _exact_as_float(values: np.ndarray) -> bool:
 
 def roll(values: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:
     """Trailing mean over the last `window` days of a (units, periods) array, over the days the unit was
-    open (how a reporting system computes a rolling metric)."""
+    open (how a reporting system computes a rolling metric). A stack of such arrays (..., units, periods)
+    is rolled array by array: each unit's days are summed in the same order, one after the other."""
     values = np.where(is_open, values, np.nan)
     present = np.isfinite(values)
-    total = np.cumsum(np.where(present, values, 0.0), axis=1)
-    count = np.cumsum(present, axis=1)
-    total[:, window:] -= total[:, :-window].copy()
-    count[:, window:] -= count[:, :-window].copy()
+    total = np.cumsum(np.where(present, values, 0.0), axis=-1)
+    count = np.cumsum(present, axis=-1)
+    total[..., window:] -= total[..., :-window].copy()
+    count[..., window:] -= count[..., :-window].copy()
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
@@ -279,6 +281,21 @@ class ChildModel:
         ]
         return np.column_stack(rolled)
 
+    def _roll_candidates(self, e: Edge, cands: np.ndarray) -> None:
+        """`features(e, cand)` of a rolling child for every candidate not yet computed, the candidates' blocks
+        rolled ROLL_CHUNK at a time as one stack (the same sums as block by block, without a Python loop of
+        array operations per candidate and column), into the cache `features` reads."""
+        estimator = ESTIMATORS[e.kind]
+        U, T = self.rows.open.shape
+        missing = [cand for cand in cands if (e.parent, cand) not in self._features]
+        for start in range(0, len(missing), ROLL_CHUNK):
+            chunk = missing[start : start + ROLL_CHUNK]
+            raw = np.stack([estimator.features(self, e, cand) for cand in chunk])  # (candidates, rows, columns)
+            width = raw.shape[2]
+            rolled = roll(raw.transpose(0, 2, 1).reshape(len(chunk), width, U, T), self.window, self.rows.open)
+            for cand, block in zip(chunk, rolled.reshape(len(chunk), width, U * T), strict=True):
+                self._features[e.parent, cand] = np.ascontiguousarray(block.T)  # as np.column_stack lays it out
+
     def finite(self, e: Edge, theta: float | None = None) -> np.ndarray:
         """The rows where an edge's feature block is finite in every column (kept with the block)."""
         theta = self.theta.get(e.parent) if theta is None else theta
@@ -325,9 +342,8 @@ class ChildModel:
         result = ChildFit(day=self.rows.day[covered])
         if ok.sum() < sum(c.shape[1] for c in columns) + 10:
             return result
-        # The design's fitted rows, gathered block by block: the matrix X[ok] of X = np.hstack(columns).
         fitted = np.flatnonzero(ok)
-        coef = np.linalg.lstsq(np.hstack([c[fitted] for c in columns]), self.rows.y[fitted], rcond=None)[0]
+        coef = np.linalg.lstsq(gathered(columns, fitted), self.rows.y[fitted], rcond=None)[0]
         start = 1
         for e, block in zip(self.edges, columns[1:-1], strict=True):
             b = coef[start : start + block.shape[1]]
@@ -354,6 +370,8 @@ class ChildModel:
         if finite is not None:
             ok &= finite
         else:
+            if self.window is not None:
+                self._roll_candidates(e, cands)
             blocks = [self.features(e, cand) for cand in cands]
             for cand in cands:
                 ok &= self.finite(e, cand)
@@ -363,7 +381,7 @@ class ChildModel:
             idx = idx[scan_subset(len(idx))]
         if len(idx) < MIN_SCAN_ROWS:
             return self.theta[e.parent]
-        q, _ = np.linalg.qr(np.hstack([block[idx] for block in others]))  # np.hstack(others)[idx]
+        q, _ = np.linalg.qr(gathered(others, idx))
         y = self.rows.y[idx]
         ry = y - q @ (q.T @ y)
         if blocks is None or all(b.shape[1] == 1 for b in blocks):
@@ -389,6 +407,18 @@ class ChildModel:
             if score > best_score:
                 best, best_score = float(cand), score
         return best
+
+
+def gathered(blocks: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """`np.hstack(blocks)[rows]`, gathered block by block straight into a column-major matrix: LAPACK (lstsq,
+    qr) copies a row-major operand into column-major order first, so it gets the same numbers either way,
+    with one copy instead of three (a block's rows, the stack, LAPACK's own)."""
+    out = np.empty((len(rows), sum(b.shape[1] for b in blocks)), order="F")
+    start = 0
+    for block in blocks:
+        out[:, start : start + block.shape[1]] = block[rows]
+        start += block.shape[1]
+    return out
 
 
 def best_candidate(fry: np.ndarray, qf: np.ndarray, ff: np.ndarray) -> int:
@@ -455,7 +485,27 @@ def scan_subset(n: int) -> np.ndarray:
 
 def calendar_columns(contract: Contract, day: np.ndarray) -> np.ndarray:
     """Weekday and month dummies and the dated events' factor: the calendar an analyst controls for when
-    counting events (the holidays are public; their effect is estimated)."""
+    counting events (the holidays are public; their effect is estimated). Each column is made on the
+    timeline's days and read off for the rows' days (`calendar_columns_plain`, the same values: a dummy
+    is 0 or 1 and a factor is the same subtraction, whichever row it is made for)."""
+    c, start, periods = contract.calendar, contract.timeline.start, contract.timeline.periods
+    day = np.asarray(day)
+    if day.dtype.kind not in "iu" or (len(day) and (day.min() < 0 or day.max() >= periods)):
+        return calendar_columns_plain(contract, day)  # a day off the timeline: indexed as the plain way does
+    seen = np.zeros(periods, dtype=bool)
+    seen[day] = True  # the days the rows fall on: their weekdays and months are the ones given a column
+    weekday, month = weekdays(start, periods), months(start, periods)
+    columns = [weekday == w for w in np.unique(weekday[seen])[1:]]
+    columns += [month == m for m in np.unique(month[seen])[1:]]
+    table = [np.asarray(col, dtype=float) for col in columns]
+    dated = date_factors(c, start, periods) - 1.0
+    if np.any(dated[seen] != 0):
+        table.append(dated)
+    return np.column_stack(table)[day] if table else np.zeros((len(day), 0))
+
+
+def calendar_columns_plain(contract: Contract, day: np.ndarray) -> np.ndarray:
+    """`calendar_columns` made row by row."""
     c, start, periods = contract.calendar, contract.timeline.start, contract.timeline.periods
     weekday = weekdays(start, periods)[day]
     month = months(start, periods)[day]

@@ -1,0 +1,121 @@
+"""The child fit's fast paths give what the plain computation gives, bit for bit, on varied inputs: the design
+gathered into a column-major matrix and the stacked one (for lstsq and qr), the calendar made on the
+timeline's days and row by row, a stack of panels rolled at once and one by one, and a rolling child's
+candidates rolled as a stack and one at a time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from auditors import estimate
+from auditors.estimate import ChildModel, calendar_columns, calendar_columns_plain, gathered, roll
+from contracts.model import Calendar, DateEffect
+from tests.test_audit_fast_paths import _random_child
+from tests.test_estimators import T, _contract, _variable
+
+
+def _blocks(rng: np.random.Generator, n: int) -> list[np.ndarray]:
+    widths = [1, *rng.integers(1, 6, int(rng.integers(1, 5))), int(rng.integers(0, 18))]
+    blocks = [np.ones((n, 1))] + [rng.normal(0, 10.0 ** rng.integers(-3, 4), (n, w)) for w in widths[1:]]
+    blocks[1] = np.asfortranarray(blocks[1])  # blocks come in either memory order
+    return blocks
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_gathered_design_is_the_stacked_one(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(40, 5000))
+    blocks = _blocks(rng, n)
+    rows = np.flatnonzero(rng.random(n) < rng.uniform(0.3, 1.0))
+    y = rng.normal(size=n)[rows]
+    plain = np.hstack([b[rows] for b in blocks])
+    got = gathered(blocks, rows)
+    assert got.flags.f_contiguous and np.array_equal(got, plain)
+    # What LAPACK is given is the same numbers: the solutions and the bases are the same, bit for bit.
+    assert np.array_equal(np.linalg.lstsq(got, y, rcond=None)[0], np.linalg.lstsq(plain, y, rcond=None)[0])
+    q_got, r_got = np.linalg.qr(got)
+    q_plain, r_plain = np.linalg.qr(plain)
+    assert np.array_equal(q_got, q_plain) and np.array_equal(r_got, r_plain)
+    assert q_got.strides == q_plain.strides  # the basis is laid out as before: the products read it alike
+
+
+def test_a_gathered_design_of_no_rows_is_empty():
+    blocks = _blocks(np.random.default_rng(0), 10)
+    rows = np.zeros(0, dtype=np.int64)
+    assert np.array_equal(gathered(blocks, rows), np.hstack(blocks)[rows])
+
+
+def _calendar_contract(seed: int):
+    rng = np.random.default_rng(seed)
+    dates = [
+        DateEffect(date=f"{m:02d}-{d:02d}", name=f"e{k}", factor=float(rng.uniform(0, 3)), days=int(rng.integers(1, 4)))
+        for k, (m, d) in enumerate(zip(rng.integers(1, 13, 3), rng.integers(1, 29, 3), strict=True))
+    ]
+    contract = _contract([], [_variable("y")])
+    return contract.model_copy(update={"calendar": Calendar(dates=dates if seed % 3 else [])})
+
+
+@pytest.mark.parametrize("seed", range(9))
+def test_the_calendar_made_on_days_is_the_calendar_made_on_rows(seed):
+    contract = _calendar_contract(seed)
+    rng = np.random.default_rng(seed)
+    days = [
+        rng.integers(0, T, int(rng.integers(1, 3000))),  # every weekday and month, in any order
+        np.repeat(np.arange(T), 3),
+        rng.choice(np.arange(0, T, 7), 50),  # one weekday only: no weekday column
+        np.arange(30, 45),  # a fortnight in one month
+        np.array([5]),
+        np.zeros(0, dtype=np.int64),
+        rng.integers(0, T, 100).astype(np.int32),
+        np.array([-1, 0, 3, T - 1]),  # a day off the timeline: the plain way
+    ]
+    for day in days:
+        got, want = calendar_columns(contract, day), calendar_columns_plain(contract, day)
+        assert got.shape == want.shape and got.strides == want.strides and np.array_equal(got, want)
+
+
+def _roll_plain(values: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:
+    """The rolling mean of one (units, periods) array, as the auditor has always taken it."""
+    values = np.where(is_open, values, np.nan)
+    present = np.isfinite(values)
+    total = np.cumsum(np.where(present, values, 0.0), axis=1)
+    count = np.cumsum(present, axis=1)
+    total[:, window:] -= total[:, :-window].copy()
+    count[:, window:] -= count[:, :-window].copy()
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+@pytest.mark.parametrize("window", [1, 3, 7, 28, 400])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_stack_rolled_at_once_is_each_rolled_alone(seed, window):
+    rng = np.random.default_rng(seed)
+    U, periods = int(rng.integers(1, 20)), int(rng.integers(1, 300))
+    stack = rng.normal(0, 10.0, (3, 2, U, periods))
+    stack[rng.random(stack.shape) < 0.1] = np.nan
+    stack[rng.random(stack.shape) < 0.01] = np.inf
+    is_open = rng.random((U, periods)) < 0.8
+    got = roll(stack, window, is_open)
+    for k in np.ndindex(stack.shape[:2]):
+        assert np.array_equal(got[k], _roll_plain(stack[k], window, is_open), equal_nan=True)
+    assert np.array_equal(roll(stack[0, 0], window, is_open), _roll_plain(stack[0, 0], window, is_open), equal_nan=True)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 16])
+@pytest.mark.parametrize("seed", range(2))
+def test_a_rolling_childs_candidates_rolled_as_a_stack_are_each_rolled_alone(seed, chunk, monkeypatch):
+    monkeypatch.setattr(estimate, "ROLL_CHUNK", chunk)
+    contract, rows = _random_child(seed, rolling=True)
+    stacked = ChildModel(contract, "y", rows)
+    plain = ChildModel(contract, "y", rows)
+    for e in stacked.edges:
+        if e.kind not in ("threshold", "saturation", "lag", "seasonal"):
+            continue
+        cands = stacked.candidates(e)
+        plain.theta[e.parent] = stacked.theta[e.parent] = float(cands[len(cands) // 2])
+        stacked.features(e)  # one candidate already computed: the others are rolled as a stack
+        stacked._roll_candidates(e, cands)
+        for cand in cands:
+            got, want = stacked.features(e, cand), plain._compute_features(e, cand)
+            assert got.shape == want.shape and got.flags.c_contiguous and want.flags.c_contiguous, (e.kind, cand)
+            assert np.array_equal(got, want, equal_nan=True), (e.kind, cand)
