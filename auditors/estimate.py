@@ -167,6 +167,13 @@ def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     if _exact_as_float(sorted_ids) and _exact_as_float(ids):
         # Integers (no null: a null unit reads as NaN) that floats hold exactly: compared as integers, the
         # same order and the same matches as compared as floats, without converting them.
+        table = _position_table(sorted_ids, ids)
+        if table is not None:  # ids in a short span: each found at its offset, not by a binary search
+            offset = ids - sorted_ids[0]  # no wrap-around: both are signed and within 2**53
+            inside = (offset >= 0) & (offset < len(table))
+            found = np.full(len(ids), -1, dtype=np.intp)
+            found[inside] = table[offset[inside]]
+            return found
         at = np.clip(np.searchsorted(sorted_ids, ids), 0, max(len(sorted_ids) - 1, 0))
         return np.where((sorted_ids[at] == ids) if len(sorted_ids) else False, at, -1)
     ids = np.asarray(ids, dtype=float)  # a null unit reads as NaN
@@ -174,6 +181,25 @@ def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     found = (len(sorted_ids) > 0) & np.isfinite(ids)
     found &= sorted_ids[at] == ids if len(sorted_ids) else False
     return np.where(found, at, -1)
+
+
+POSITION_SPAN = 4  # a table of positions is made when the ids span at most this many slots per id looked up
+
+
+def _position_table(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray | None:
+    """Each id's position in strictly increasing signed integer ids, at its offset from the first (-1
+    between them), when they span few slots for the `ids` to look up; None otherwise (unsigned ids, a
+    repeated id, a wide span)."""
+    if sorted_ids.dtype.kind != "i" or ids.dtype.kind != "i" or len(sorted_ids) == 0:
+        return None
+    if not np.all(sorted_ids[1:] > sorted_ids[:-1]):
+        return None
+    span = int(sorted_ids[-1]) - int(sorted_ids[0]) + 1
+    if span > POSITION_SPAN * max(len(ids), len(sorted_ids)):
+        return None
+    table = np.full(span, -1, dtype=np.intp)
+    table[sorted_ids - sorted_ids[0]] = np.arange(len(sorted_ids))
+    return table
 
 
 def _in_key_order(panel: pl.DataFrame) -> bool:

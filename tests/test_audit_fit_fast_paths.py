@@ -1,7 +1,8 @@
 """The child fit's fast paths give what the plain computation gives, bit for bit, on varied inputs: the design
 gathered into a column-major matrix and the stacked one (for lstsq and qr), the calendar made on the
 timeline's days and row by row, a stack of panels rolled at once and one by one, and a rolling child's
-candidates rolled as a stack and one at a time."""
+candidates rolled as a stack and one at a time; and ids' positions found by offset and by binary search; a curve's
+grouped sums declined before its curves are taken exactly when its table has too many rows."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import numpy as np
 import pytest
 
 from auditors import estimate
-from auditors.estimate import ChildModel, calendar_columns, calendar_columns_plain, gathered, roll
+from auditors.estimate import ChildModel, _positions, calendar_columns, calendar_columns_plain, gathered, roll
+from auditors.estimators import ESTIMATORS, GROUPED_SHARE
 from contracts.model import Calendar, DateEffect
 from tests.test_audit_fast_paths import _random_child
 from tests.test_estimators import T, _contract, _variable
+from tests.test_scan_fast_paths import _edge, _model, _positions_as_floats, _scan_inputs
 
 
 def _blocks(rng: np.random.Generator, n: int) -> list[np.ndarray]:
@@ -119,3 +122,48 @@ def test_a_rolling_childs_candidates_rolled_as_a_stack_are_each_rolled_alone(see
             got, want = stacked.features(e, cand), plain._compute_features(e, cand)
             assert got.shape == want.shape and got.flags.c_contiguous and want.flags.c_contiguous, (e.kind, cand)
             assert np.array_equal(got, want, equal_nan=True), (e.kind, cand)
+
+
+def _searched(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Each id's position by a binary search (the integer way `_positions` takes for ids in a wide span)."""
+    at = np.clip(np.searchsorted(sorted_ids, ids), 0, max(len(sorted_ids) - 1, 0))
+    return np.where((sorted_ids[at] == ids) if len(sorted_ids) else False, at, -1)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_positions_found_by_offset_are_those_found_by_search(seed):
+    rng = np.random.default_rng(seed)
+    base = int(rng.choice([0, -50, 10**6, 2**52]))
+    known = np.sort(rng.choice(int(rng.integers(1, 400)), int(rng.integers(1, 60)), replace=True)) + base
+    unique = np.unique(known)
+    asked = rng.integers(base - 20, base + 420, int(rng.integers(0, 3000)))
+    for sorted_ids in (unique, known, unique.astype(np.int32) if seed < 5 else unique):  # repeats: searched
+        for ids in (asked, asked.astype(np.int32) if seed < 5 else asked, unique, np.zeros(0, dtype=np.int64)):
+            got = _positions(sorted_ids, ids)
+            assert got.dtype == np.intp and np.array_equal(got, _searched(sorted_ids, ids))
+            assert np.array_equal(got, _positions_as_floats(sorted_ids, ids))
+
+
+def test_positions_in_no_ids_and_of_unsigned_ids_are_those_found_by_search():
+    ids = np.array([3, 5, 7], dtype=np.int64)
+    assert np.array_equal(_positions(np.zeros(0, dtype=np.int64), ids), _searched(np.zeros(0, dtype=np.int64), ids))
+    unsigned = np.array([1, 3, 9], dtype=np.uint64)
+    assert np.array_equal(_positions(unsigned, ids), _searched(unsigned, ids))
+    assert np.array_equal(_positions(ids, unsigned), _searched(ids, unsigned))
+
+
+@pytest.mark.parametrize("rounded", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_curves_table_is_its_curves_of_its_distinct_values(seed, rounded):
+    model = _model(seed, rounded=rounded)
+    e = _edge(model, "saturation")
+    saturation = ESTIMATORS["saturation"]
+    rows, q, ry = _scan_inputs(model, seed, 3000, 2)
+    cands = model.candidates(e)
+    below = -np.maximum(model.x(e)[rows] - e.params["origin"], 0)
+    values, at = np.unique(below, return_inverse=True)
+    plain = -np.expm1(values[:, None] / cands[None, :])  # the table as the scan has always taken it
+    table, rows_at = saturation.table(model, e, cands, rows)
+    assert np.array_equal(table, plain) and np.array_equal(rows_at, at.reshape(-1))
+    grouped = saturation.grouped_sums(model, e, cands, rows, q, ry)
+    assert (grouped is None) == (len(plain) > GROUPED_SHARE * len(rows) or not np.isfinite(plain).all())
