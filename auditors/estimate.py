@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from auditors.dataset import Dataset
-from auditors.estimators import EPS, ESTIMATORS, carry_forward, projections
+from auditors.estimators import EPS, ESTIMATORS, at_cells, carry_forward, projections
 from contracts.calendar import date_factors, months, weekdays
 from contracts.model import Contract, Edge, Phenomenon
 
@@ -40,6 +40,9 @@ class Rows:
     open: np.ndarray | None = None  # (units, periods): days the unit was seen operating (panel children)
     # unit attribute -> its value per unit (parents[p] is by_unit[p][unit_index]): computed on units, not rows
     by_unit: dict[str, np.ndarray] = field(default_factory=dict)
+    # each row's cell of a (units, periods) panel, flat (unit_index * periods + day), when every day is on
+    # the timeline: a panel's values for the rows are then one flat gather instead of a two-index one
+    cell: np.ndarray | None = None
 
 
 @dataclass
@@ -79,6 +82,7 @@ class _Aligned:
         self._unit_values: dict[str, np.ndarray] = {}
         self._panels: dict[str, np.ndarray] = {}
         self._columns: dict[tuple[str, str], np.ndarray] = {}
+        self._cells: dict[str, np.ndarray | None] = {}
 
     def base(self, grain: str) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
         """A grain's rows (units, panel or events) with a known unit, each row's unit position and day."""
@@ -93,6 +97,15 @@ class _Aligned:
             day = base["day"].to_numpy() if "day" in base.columns else np.zeros(base.height, dtype=np.int64)
             self._bases[grain] = (base, uidx, day)
         return self._bases[grain]
+
+    def cells(self, grain: str) -> np.ndarray | None:
+        """Each row's flat cell of a (units, periods) panel; None if a day lies off the timeline (then a
+        two-index gather reads it, counting a negative day from the end)."""
+        if grain not in self._cells:
+            _, uidx, day = self.base(grain)
+            on_timeline = len(day) == 0 or (day.min() >= 0 and day.max() < self.periods)
+            self._cells[grain] = uidx * self.periods + day if on_timeline and day.dtype.kind in "iu" else None
+        return self._cells[grain]
 
     def unit_values(self, column: str) -> np.ndarray:
         if column not in self._unit_values:
@@ -137,6 +150,7 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
     base, uidx, day = shared.base(grain)
     panel_sorted = shared.panel_sorted
     aligned, panels, by_unit = {}, {}, {}
+    cell = shared.cells(grain)
     for p in parents:
         g = _grain(contract, p)
         if g == "unit":
@@ -146,20 +160,21 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
         if p in panel_sorted.columns:
             panels[p] = shared.panel(p, g)
             if g == "event" and grain == "panel":
-                aligned[p] = panels[p][uidx, day]
+                aligned[p] = at_cells(panels[p], uidx, day, cell)
                 continue
         if g == "event" and grain == "event" and p in base.columns:
             aligned[p] = shared.column(grain, p).copy()
         elif p in panels:
-            aligned[p] = panels[p][uidx, day]
+            aligned[p] = at_cells(panels[p], uidx, day, cell)
         else:
             aligned[p] = np.full(base.height, np.nan)
     y = shared.column(grain, child).copy() if child in base.columns else np.full(base.height, np.nan)
     capacity = np.asarray(shared.unit_values(ds.capacity)[uidx], dtype=float)
     is_open = shared.open_days if grain == "panel" else None
     return Rows(
-        y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity, open=is_open, by_unit=by_unit
-    )
+        y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity, open=is_open,
+        by_unit=by_unit, cell=cell,
+    )  # fmt: skip
 
 
 def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:

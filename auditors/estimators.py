@@ -19,6 +19,15 @@ from contracts.model import Edge
 if TYPE_CHECKING:
     from auditors.estimate import ChildModel
 
+
+def at_cells(panel: np.ndarray, unit_index: np.ndarray, day: np.ndarray, cell: np.ndarray | None) -> np.ndarray:
+    """`panel[unit_index, day]` of a (units, periods) panel: the same values read at the rows' flat cells
+    (unit_index * periods + day) when they are known, one flat gather instead of a two-index one."""
+    if cell is None:
+        return panel[unit_index, day]
+    return np.ascontiguousarray(panel).reshape(-1)[cell]
+
+
 MAX_LAG = 30  # days scanned for a delayed response (the generator plants at most 21)
 SEASONAL_PERIODS = (7, 14, 28, 30)  # cycles an analyst would try: weekly, fortnightly, four-weekly, monthly
 THRESHOLD_QUANTILES = np.linspace(0.02, 0.98, 97)  # step locations are scanned between these parent quantiles
@@ -205,7 +214,7 @@ class Lag(Estimator):
         lagged = np.full_like(panel, mean)
         lagged[:, lag:] = known[:, : panel.shape[1] - lag] if lag else known
         lagged = np.where(np.isnan(lagged), mean, lagged)
-        return lagged[rows.unit_index, rows.day][:, None]
+        return at_cells(lagged, rows.unit_index, rows.day, rows.cell)[:, None]
 
     def finite_rows(self, model, e, candidates):  # a lagged value is the cause's or its mean: finite if the mean is
         panel = model.rows.panels.get(e.parent)

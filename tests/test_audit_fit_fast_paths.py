@@ -2,16 +2,19 @@
 gathered into a column-major matrix and the stacked one (for lstsq and qr), the calendar made on the
 timeline's days and row by row, a stack of panels rolled at once and one by one, and a rolling child's
 candidates rolled as a stack and one at a time; and ids' positions found by offset and by binary search; a curve's
-grouped sums declined before its curves are taken exactly when its table has too many rows."""
+grouped sums declined before its curves are taken exactly when its table has too many rows; a panel read at
+the rows' flat cells and at their (unit, day) pairs."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
 
 from auditors import estimate
 from auditors.estimate import ChildModel, _positions, calendar_columns, calendar_columns_plain, gathered, roll
-from auditors.estimators import ESTIMATORS, GROUPED_SHARE
+from auditors.estimators import ESTIMATORS, GROUPED_SHARE, at_cells
 from contracts.model import Calendar, DateEffect
 from tests.test_audit_fast_paths import _random_child
 from tests.test_estimators import T, _contract, _variable
@@ -167,3 +170,29 @@ def test_a_curves_table_is_its_curves_of_its_distinct_values(seed, rounded):
     assert np.array_equal(table, plain) and np.array_equal(rows_at, at.reshape(-1))
     grouped = saturation.grouped_sums(model, e, cands, rows, q, ry)
     assert (grouped is None) == (len(plain) > GROUPED_SHARE * len(rows) or not np.isfinite(plain).all())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_panel_read_at_flat_cells_is_read_at_unit_day_pairs(seed):
+    rng = np.random.default_rng(seed)
+    U, periods, n = int(rng.integers(1, 30)), int(rng.integers(1, 400)), int(rng.integers(0, 5000))
+    panel = rng.normal(size=(U, periods))
+    unit_index, day = rng.integers(0, U, n), rng.integers(0, periods, n)
+    for values in (panel, np.asfortranarray(panel), panel[:, ::-1]):  # any memory order
+        want = values[unit_index, day]
+        assert np.array_equal(at_cells(values, unit_index, day, unit_index * periods + day), want)
+        assert np.array_equal(at_cells(values, unit_index, day, None), want)
+
+
+@pytest.mark.parametrize("rolling", [False, True])
+@pytest.mark.parametrize("seed", range(2))
+def test_a_lag_read_at_flat_cells_is_the_lag_read_at_unit_day_pairs(seed, rolling):
+    contract, rows = _random_child(seed, rolling)
+    periods = rows.panels["l"].shape[1]
+    with_cells = dataclasses.replace(rows, cell=rows.unit_index * periods + rows.day)
+    plain, flat = ChildModel(contract, "y", rows), ChildModel(contract, "y", with_cells)
+    e = _edge(plain, "lag")
+    for lag in plain.candidates(e):
+        assert np.array_equal(flat.features(e, lag), plain.features(e, lag), equal_nan=True)
+    got, want = flat.fit(), plain.fit()
+    assert got.statistics == want.statistics and got.directions == want.directions
