@@ -17,13 +17,14 @@ import numpy as np
 import polars as pl
 
 from auditors.dataset import Dataset
-from auditors.estimators import EPS, ESTIMATORS, carry_forward, projections
+from auditors.estimators import EPS, ESTIMATORS, at_cells, carry_forward, projections
 from contracts.calendar import date_factors, months, weekdays
 from contracts.model import Contract, Edge, Phenomenon
 
 SCAN_ROWS = 20_000  # scans score candidates on a random 20k-row subset; the final fit uses every row
 SCAN_ROUNDS = 2  # each nonlinear parameter is re-scanned once the others have moved
 MIN_SCAN_ROWS = 30  # below this many usable rows a scan keeps its starting value
+ROLL_CHUNK = 16  # a rolling child's scan rolls this many candidates' features as one stack (memory bound)
 
 
 @dataclass
@@ -39,6 +40,9 @@ class Rows:
     open: np.ndarray | None = None  # (units, periods): days the unit was seen operating (panel children)
     # unit attribute -> its value per unit (parents[p] is by_unit[p][unit_index]): computed on units, not rows
     by_unit: dict[str, np.ndarray] = field(default_factory=dict)
+    # each row's cell of a (units, periods) panel, flat (unit_index * periods + day), when every day is on
+    # the timeline: a panel's values for the rows are then one flat gather instead of a two-index one
+    cell: np.ndarray | None = None
 
 
 @dataclass
@@ -78,6 +82,7 @@ class _Aligned:
         self._unit_values: dict[str, np.ndarray] = {}
         self._panels: dict[str, np.ndarray] = {}
         self._columns: dict[tuple[str, str], np.ndarray] = {}
+        self._cells: dict[str, np.ndarray | None] = {}
 
     def base(self, grain: str) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
         """A grain's rows (units, panel or events) with a known unit, each row's unit position and day."""
@@ -92,6 +97,15 @@ class _Aligned:
             day = base["day"].to_numpy() if "day" in base.columns else np.zeros(base.height, dtype=np.int64)
             self._bases[grain] = (base, uidx, day)
         return self._bases[grain]
+
+    def cells(self, grain: str) -> np.ndarray | None:
+        """Each row's flat cell of a (units, periods) panel; None if a day lies off the timeline (then a
+        two-index gather reads it, counting a negative day from the end)."""
+        if grain not in self._cells:
+            _, uidx, day = self.base(grain)
+            on_timeline = len(day) == 0 or (day.min() >= 0 and day.max() < self.periods)
+            self._cells[grain] = uidx * self.periods + day if on_timeline and day.dtype.kind in "iu" else None
+        return self._cells[grain]
 
     def unit_values(self, column: str) -> np.ndarray:
         if column not in self._unit_values:
@@ -136,6 +150,7 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
     base, uidx, day = shared.base(grain)
     panel_sorted = shared.panel_sorted
     aligned, panels, by_unit = {}, {}, {}
+    cell = shared.cells(grain)
     for p in parents:
         g = _grain(contract, p)
         if g == "unit":
@@ -145,20 +160,21 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
         if p in panel_sorted.columns:
             panels[p] = shared.panel(p, g)
             if g == "event" and grain == "panel":
-                aligned[p] = panels[p][uidx, day]
+                aligned[p] = at_cells(panels[p], uidx, day, cell)
                 continue
         if g == "event" and grain == "event" and p in base.columns:
             aligned[p] = shared.column(grain, p).copy()
         elif p in panels:
-            aligned[p] = panels[p][uidx, day]
+            aligned[p] = at_cells(panels[p], uidx, day, cell)
         else:
             aligned[p] = np.full(base.height, np.nan)
     y = shared.column(grain, child).copy() if child in base.columns else np.full(base.height, np.nan)
     capacity = np.asarray(shared.unit_values(ds.capacity)[uidx], dtype=float)
     is_open = shared.open_days if grain == "panel" else None
     return Rows(
-        y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity, open=is_open, by_unit=by_unit
-    )
+        y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity, open=is_open,
+        by_unit=by_unit, cell=cell,
+    )  # fmt: skip
 
 
 def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -166,6 +182,13 @@ def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     if _exact_as_float(sorted_ids) and _exact_as_float(ids):
         # Integers (no null: a null unit reads as NaN) that floats hold exactly: compared as integers, the
         # same order and the same matches as compared as floats, without converting them.
+        table = _position_table(sorted_ids, ids)
+        if table is not None:  # ids in a short span: each found at its offset, not by a binary search
+            offset = ids - sorted_ids[0]  # no wrap-around: both are signed and within 2**53
+            inside = (offset >= 0) & (offset < len(table))
+            found = np.full(len(ids), -1, dtype=np.intp)
+            found[inside] = table[offset[inside]]
+            return found
         at = np.clip(np.searchsorted(sorted_ids, ids), 0, max(len(sorted_ids) - 1, 0))
         return np.where((sorted_ids[at] == ids) if len(sorted_ids) else False, at, -1)
     ids = np.asarray(ids, dtype=float)  # a null unit reads as NaN
@@ -173,6 +196,25 @@ def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     found = (len(sorted_ids) > 0) & np.isfinite(ids)
     found &= sorted_ids[at] == ids if len(sorted_ids) else False
     return np.where(found, at, -1)
+
+
+POSITION_SPAN = 4  # a table of positions is made when the ids span at most this many slots per id looked up
+
+
+def _position_table(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray | None:
+    """Each id's position in strictly increasing signed integer ids, at its offset from the first (-1
+    between them), when they span few slots for the `ids` to look up; None otherwise (unsigned ids, a
+    repeated id, a wide span)."""
+    if sorted_ids.dtype.kind != "i" or ids.dtype.kind != "i" or len(sorted_ids) == 0:
+        return None
+    if not np.all(sorted_ids[1:] > sorted_ids[:-1]):
+        return None
+    span = int(sorted_ids[-1]) - int(sorted_ids[0]) + 1
+    if span > POSITION_SPAN * max(len(ids), len(sorted_ids)):
+        return None
+    table = np.full(span, -1, dtype=np.intp)
+    table[sorted_ids - sorted_ids[0]] = np.arange(len(sorted_ids))
+    return table
 
 
 def _in_key_order(panel: pl.DataFrame) -> bool:
@@ -193,13 +235,14 @@ def _exact_as_float(values: np.ndarray) -> bool:
 
 def roll(values: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:
     """Trailing mean over the last `window` days of a (units, periods) array, over the days the unit was
-    open (how a reporting system computes a rolling metric)."""
+    open (how a reporting system computes a rolling metric). A stack of such arrays (..., units, periods)
+    is rolled array by array: each unit's days are summed in the same order, one after the other."""
     values = np.where(is_open, values, np.nan)
     present = np.isfinite(values)
-    total = np.cumsum(np.where(present, values, 0.0), axis=1)
-    count = np.cumsum(present, axis=1)
-    total[:, window:] -= total[:, :-window].copy()
-    count[:, window:] -= count[:, :-window].copy()
+    total = np.cumsum(np.where(present, values, 0.0), axis=-1)
+    count = np.cumsum(present, axis=-1)
+    total[..., window:] -= total[..., :-window].copy()
+    count[..., window:] -= count[..., :-window].copy()
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
@@ -279,6 +322,21 @@ class ChildModel:
         ]
         return np.column_stack(rolled)
 
+    def _roll_candidates(self, e: Edge, cands: np.ndarray) -> None:
+        """`features(e, cand)` of a rolling child for every candidate not yet computed, the candidates' blocks
+        rolled ROLL_CHUNK at a time as one stack (the same sums as block by block, without a Python loop of
+        array operations per candidate and column), into the cache `features` reads."""
+        estimator = ESTIMATORS[e.kind]
+        U, T = self.rows.open.shape
+        missing = [cand for cand in cands if (e.parent, cand) not in self._features]
+        for start in range(0, len(missing), ROLL_CHUNK):
+            chunk = missing[start : start + ROLL_CHUNK]
+            raw = np.stack([estimator.features(self, e, cand) for cand in chunk])  # (candidates, rows, columns)
+            width = raw.shape[2]
+            rolled = roll(raw.transpose(0, 2, 1).reshape(len(chunk), width, U, T), self.window, self.rows.open)
+            for cand, block in zip(chunk, rolled.reshape(len(chunk), width, U * T), strict=True):
+                self._features[e.parent, cand] = np.ascontiguousarray(block.T)  # as np.column_stack lays it out
+
     def finite(self, e: Edge, theta: float | None = None) -> np.ndarray:
         """The rows where an edge's feature block is finite in every column (kept with the block)."""
         theta = self.theta.get(e.parent) if theta is None else theta
@@ -325,9 +383,8 @@ class ChildModel:
         result = ChildFit(day=self.rows.day[covered])
         if ok.sum() < sum(c.shape[1] for c in columns) + 10:
             return result
-        # The design's fitted rows, gathered block by block: the matrix X[ok] of X = np.hstack(columns).
         fitted = np.flatnonzero(ok)
-        coef = np.linalg.lstsq(np.hstack([c[fitted] for c in columns]), self.rows.y[fitted], rcond=None)[0]
+        coef = np.linalg.lstsq(gathered(columns, fitted), self.rows.y[fitted], rcond=None)[0]
         start = 1
         for e, block in zip(self.edges, columns[1:-1], strict=True):
             b = coef[start : start + block.shape[1]]
@@ -354,6 +411,8 @@ class ChildModel:
         if finite is not None:
             ok &= finite
         else:
+            if self.window is not None:
+                self._roll_candidates(e, cands)
             blocks = [self.features(e, cand) for cand in cands]
             for cand in cands:
                 ok &= self.finite(e, cand)
@@ -363,7 +422,7 @@ class ChildModel:
             idx = idx[scan_subset(len(idx))]
         if len(idx) < MIN_SCAN_ROWS:
             return self.theta[e.parent]
-        q, _ = np.linalg.qr(np.hstack([block[idx] for block in others]))  # np.hstack(others)[idx]
+        q, _ = np.linalg.qr(gathered(others, idx))
         y = self.rows.y[idx]
         ry = y - q @ (q.T @ y)
         if blocks is None or all(b.shape[1] == 1 for b in blocks):
@@ -389,6 +448,18 @@ class ChildModel:
             if score > best_score:
                 best, best_score = float(cand), score
         return best
+
+
+def gathered(blocks: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """`np.hstack(blocks)[rows]`, gathered block by block straight into a column-major matrix: LAPACK (lstsq,
+    qr) copies a row-major operand into column-major order first, so it gets the same numbers either way,
+    with one copy instead of three (a block's rows, the stack, LAPACK's own)."""
+    out = np.empty((len(rows), sum(b.shape[1] for b in blocks)), order="F")
+    start = 0
+    for block in blocks:
+        out[:, start : start + block.shape[1]] = block[rows]
+        start += block.shape[1]
+    return out
 
 
 def best_candidate(fry: np.ndarray, qf: np.ndarray, ff: np.ndarray) -> int:
@@ -455,7 +526,27 @@ def scan_subset(n: int) -> np.ndarray:
 
 def calendar_columns(contract: Contract, day: np.ndarray) -> np.ndarray:
     """Weekday and month dummies and the dated events' factor: the calendar an analyst controls for when
-    counting events (the holidays are public; their effect is estimated)."""
+    counting events (the holidays are public; their effect is estimated). Each column is made on the
+    timeline's days and read off for the rows' days (`calendar_columns_plain`, the same values: a dummy
+    is 0 or 1 and a factor is the same subtraction, whichever row it is made for)."""
+    c, start, periods = contract.calendar, contract.timeline.start, contract.timeline.periods
+    day = np.asarray(day)
+    if day.dtype.kind not in "iu" or (len(day) and (day.min() < 0 or day.max() >= periods)):
+        return calendar_columns_plain(contract, day)  # a day off the timeline: indexed as the plain way does
+    seen = np.zeros(periods, dtype=bool)
+    seen[day] = True  # the days the rows fall on: their weekdays and months are the ones given a column
+    weekday, month = weekdays(start, periods), months(start, periods)
+    columns = [weekday == w for w in np.unique(weekday[seen])[1:]]
+    columns += [month == m for m in np.unique(month[seen])[1:]]
+    table = [np.asarray(col, dtype=float) for col in columns]
+    dated = date_factors(c, start, periods) - 1.0
+    if np.any(dated[seen] != 0):
+        table.append(dated)
+    return np.column_stack(table)[day] if table else np.zeros((len(day), 0))
+
+
+def calendar_columns_plain(contract: Contract, day: np.ndarray) -> np.ndarray:
+    """`calendar_columns` made row by row."""
     c, start, periods = contract.calendar, contract.timeline.start, contract.timeline.periods
     weekday = weekdays(start, periods)[day]
     month = months(start, periods)[day]

@@ -19,6 +19,15 @@ from contracts.model import Edge
 if TYPE_CHECKING:
     from auditors.estimate import ChildModel
 
+
+def at_cells(panel: np.ndarray, unit_index: np.ndarray, day: np.ndarray, cell: np.ndarray | None) -> np.ndarray:
+    """`panel[unit_index, day]` of a (units, periods) panel: the same values read at the rows' flat cells
+    (unit_index * periods + day) when they are known, one flat gather instead of a two-index one."""
+    if cell is None:
+        return panel[unit_index, day]
+    return np.ascontiguousarray(panel).reshape(-1)[cell]
+
+
 MAX_LAG = 30  # days scanned for a delayed response (the generator plants at most 21)
 SEASONAL_PERIODS = (7, 14, 28, 30)  # cycles an analyst would try: weekly, fortnightly, four-weekly, monthly
 THRESHOLD_QUANTILES = np.linspace(0.02, 0.98, 97)  # step locations are scanned between these parent quantiles
@@ -142,9 +151,18 @@ class Saturation(Estimator):
     def table(self, model, e, candidates, rows) -> tuple[np.ndarray, np.ndarray]:
         """(each distinct value's curve at every scale, each row's distinct value): `columns` is table[at].
         Computed once per distinct value and spread to the rows: a count (jobs a day) has a few dozen."""
+        values, at = self.distinct(model, e, rows)
+        return self.curves(values, candidates), at
+
+    def distinct(self, model, e, rows) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct values the curve is taken of, each row's): the rows of `table`."""
         below = -np.maximum(model.x(e)[rows] - e.params["origin"], 0)
         values, at = np.unique(below, return_inverse=True)
-        return -np.expm1(values[:, None] / candidates[None, :]), at.reshape(-1)
+        return values, at.reshape(-1)
+
+    @staticmethod
+    def curves(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        return -np.expm1(values[:, None] / candidates[None, :])
 
     def grouped_sums(self, model, e, candidates, rows, q, ry):
         # A row's column is its distinct value's: each product is a sum over the distinct values of that
@@ -152,9 +170,12 @@ class Saturation(Estimator):
         # Both ways add the same n terms F_i r_i in their own orders, so each is within gamma = 4 n eps times
         # sum |F_i r_i| of the exact sum, and of each other within twice that; those sums of magnitudes are
         # taken by the groups too (of F_i^2, the sum itself: its terms are not negative).
-        table, at = self.table(model, e, candidates, rows)
+        values, at = self.distinct(model, e, rows)
         n = len(at)
-        if len(table) > GROUPED_SHARE * n or not np.isfinite(table).all():
+        if len(values) > GROUPED_SHARE * n:  # decided before the curves are taken: the plain sums take them
+            return None
+        table = self.curves(values, candidates)
+        if not np.isfinite(table).all():
             return None
         groups = len(table)
         counts = np.bincount(at, minlength=groups).astype(float)
@@ -193,7 +214,7 @@ class Lag(Estimator):
         lagged = np.full_like(panel, mean)
         lagged[:, lag:] = known[:, : panel.shape[1] - lag] if lag else known
         lagged = np.where(np.isnan(lagged), mean, lagged)
-        return lagged[rows.unit_index, rows.day][:, None]
+        return at_cells(lagged, rows.unit_index, rows.day, rows.cell)[:, None]
 
     def finite_rows(self, model, e, candidates):  # a lagged value is the cause's or its mean: finite if the mean is
         panel = model.rows.panels.get(e.parent)
