@@ -311,7 +311,6 @@ def scratch_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-@cache
 def _worker_environment() -> dict[str, str]:
     """One thread per world, and numpy's kernels pinned as in this process (set before the worker imports numpy)."""
     env = {knob: "1" for knob in THREAD_KNOBS}
@@ -320,6 +319,7 @@ def _worker_environment() -> dict[str, str]:
     return env
 
 
+@cache
 def fingerprint() -> str:
     """What a world's bytes depend on besides its seed: Python, the libraries, numpy's kernels, worldgen's files."""
     h = hashlib.sha256(f"python {sys.version_info[:2]}\nnumpy kernels {kernels.active_kernels()}".encode())
