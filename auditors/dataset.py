@@ -346,7 +346,7 @@ def row_of(keys: pl.Series, ids: pl.Series) -> np.ndarray | None:
     known = keys.is_not_null().to_numpy()
     wanted = keys.fill_null(0).to_numpy()
     if len(table) and int(table.max()) - int(table.min()) < DENSE_IDS_SPAN * len(table):
-        return _row_in_span(wanted, known, table)
+        return rows_in_span(wanted, known, table)
     order = None if np.all(table[1:] > table[:-1]) else np.argsort(table, kind="stable")
     ordered = table if order is None else table[order]
     if np.any(ordered[1:] == ordered[:-1]):  # an id twice: a join repeats its keys' rows
@@ -362,9 +362,11 @@ def row_of(keys: pl.Series, ids: pl.Series) -> np.ndarray | None:
 DENSE_IDS_SPAN = 4  # ids spanning fewer values than 4 per id are looked up in a table of the span
 
 
-def _row_in_span(wanted: np.ndarray, known: np.ndarray, table: np.ndarray) -> np.ndarray | None:
-    """`row_of` for ids in a short span (a table's ids usually are 1..n): each id's row marked in a table of
-    the span, each key looked up in it, in one pass each instead of a sort and a binary search."""
+def rows_in_span(wanted: np.ndarray, known: np.ndarray, table: np.ndarray) -> np.ndarray | None:
+    """`row_of` (and the fit's unit positions) for ids in a short span (a table's ids usually are 1..n): each
+    id's row marked in a table of the span, each key looked up in it, in one pass each instead of a sort and
+    a binary search. None if an id repeats."""
+    wanted, table = wanted.astype(np.int64, copy=False), table.astype(np.int64, copy=False)  # e.g. int32 ids
     low, high = int(table.min()), int(table.max())
     rows = np.full(high - low + 1, -1, dtype=np.int64)
     rows[table - low] = np.arange(len(table))

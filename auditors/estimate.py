@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 import polars as pl
 
-from auditors.dataset import Dataset
+from auditors.dataset import DENSE_IDS_SPAN, Dataset, rows_in_span
 from auditors.estimators import EPS, ESTIMATORS, at_cells, carry_forward, projections
 from contracts.calendar import date_factors, months, weekdays
 from contracts.model import Contract, Edge, Phenomenon
@@ -182,13 +182,10 @@ def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     if _exact_as_float(sorted_ids) and _exact_as_float(ids):
         # Integers (no null: a null unit reads as NaN) that floats hold exactly: compared as integers, the
         # same order and the same matches as compared as floats, without converting them.
-        table = _position_table(sorted_ids, ids)
-        if table is not None:  # ids in a short span: each found at its offset, not by a binary search
-            offset = ids - sorted_ids[0]  # no wrap-around: both are signed and within 2**53
-            inside = (offset >= 0) & (offset < len(table))
-            found = np.full(len(ids), -1, dtype=np.intp)
-            found[inside] = table[offset[inside]]
-            return found
+        if _in_short_span(sorted_ids, ids):  # each found at its offset in a table, not by a binary search
+            found = rows_in_span(ids, np.ones(len(ids), dtype=bool), sorted_ids)
+            if found is not None:  # None: an id repeats
+                return found
         at = np.clip(np.searchsorted(sorted_ids, ids), 0, max(len(sorted_ids) - 1, 0))
         return np.where((sorted_ids[at] == ids) if len(sorted_ids) else False, at, -1)
     ids = np.asarray(ids, dtype=float)  # a null unit reads as NaN
@@ -198,23 +195,11 @@ def _positions(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return np.where(found, at, -1)
 
 
-POSITION_SPAN = 4  # a table of positions is made when the ids span at most this many slots per id looked up
-
-
-def _position_table(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray | None:
-    """Each id's position in strictly increasing signed integer ids, at its offset from the first (-1
-    between them), when they span few slots for the `ids` to look up; None otherwise (unsigned ids, a
-    repeated id, a wide span)."""
+def _in_short_span(sorted_ids: np.ndarray, ids: np.ndarray) -> bool:
+    """Whether signed integer ids span few enough values (DENSE_IDS_SPAN per id) for a table of the span."""
     if sorted_ids.dtype.kind != "i" or ids.dtype.kind != "i" or len(sorted_ids) == 0:
-        return None
-    if not np.all(sorted_ids[1:] > sorted_ids[:-1]):
-        return None
-    span = int(sorted_ids[-1]) - int(sorted_ids[0]) + 1
-    if span > POSITION_SPAN * max(len(ids), len(sorted_ids)):
-        return None
-    table = np.full(span, -1, dtype=np.intp)
-    table[sorted_ids - sorted_ids[0]] = np.arange(len(sorted_ids))
-    return table
+        return False
+    return int(sorted_ids[-1]) - int(sorted_ids[0]) < DENSE_IDS_SPAN * max(len(ids), len(sorted_ids))
 
 
 def _in_key_order(panel: pl.DataFrame) -> bool:
