@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from contracts.hashing import file_sha256
-from worldgen.defects import MissingValues, _at, _pick, _values_at, _with_column
+from worldgen.defects import MissingValues, _at, _pick, _values_at, with_column
 from worldgen.observe import _frame_nan_to_null
 from worldgen.write import _Digests
 
@@ -62,7 +62,7 @@ def test_with_column_is_with_columns(seed):
         frame = pl.DataFrame([_series(rng, t, n, True).alias(f"c{k}") for k, t in enumerate([pl.Int64, pl.String])])
         replacement = _series(rng, pl.Float64, n, True).alias(rng.choice(frame.columns))
         before = frame.clone()
-        fast, plain = _with_column(frame, replacement), frame.with_columns(replacement)
+        fast, plain = with_column(frame, replacement), frame.with_columns(replacement)
         assert fast.equals(plain) and fast.schema == plain.schema
         assert frame.equals(before) and frame.schema == before.schema  # the input is left as it was
 

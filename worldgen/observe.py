@@ -28,6 +28,7 @@ from worldgen.defects import (
     SchemaDrift,
     SpellingVariants,
     UnitDrift,
+    with_column,
 )
 from worldgen.naming import STRFTIME
 
@@ -126,9 +127,7 @@ def sort_rows(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
     flag the sort would set is set."""
     if not _in_order(frame, by):
         return frame.sort(by, maintain_order=True)
-    out = frame.clone()  # shallow: the columns are shared
-    out.replace_column(frame.get_column_index(by[0]), frame[by[0]].set_sorted())  # as the sort flags it
-    return out
+    return with_column(frame, frame[by[0]].set_sorted())  # flagged as the sort flags it
 
 
 def _in_order(frame: pl.DataFrame, by: list[str]) -> bool:
