@@ -88,8 +88,11 @@ def check_recoverability(world: World) -> tuple[CheckResult, CheckResult]:
     return f, g
 
 
-def audit_world(path: Path, write: bool = True) -> AuditReport:
-    """Audit one world directory; raise WorldFormatError only if it is not a world at all."""
+def audit_world(path: Path, write: bool = True, durable: bool = True) -> AuditReport:
+    """Audit one world directory; raise WorldFormatError only if it is not a world at all.
+
+    `durable=False` leaves audit.json to the operating system to write out (no fsync): for a world that is
+    itself still a temporary directory, renamed into place whole, none of whose other files is synced."""
     started = time.perf_counter()
     world = load_world(path)
     if write and (path / "audit.json").is_dir():  # refuse before the work, not after it
@@ -126,7 +129,11 @@ def audit_world(path: Path, write: bool = True) -> AuditReport:
     )
     if write:
         try:  # a new file renamed over audit.json: never written through a link, never seen half-written
-            atomic_write(path / "audit.json", json.dumps(report.to_json(), indent=1, allow_nan=False) + "\n")
+            atomic_write(
+                path / "audit.json",
+                json.dumps(report.to_json(), indent=1, allow_nan=False) + "\n",
+                fsync=durable,
+            )
         except (OSError, ValueError) as exc:
             raise WorldFormatError(f"{path}: cannot write audit.json ({exc})") from None
     return report.timed(round(time.perf_counter() - started, 3), clock)

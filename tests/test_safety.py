@@ -210,3 +210,30 @@ def test_a_refused_build_names_a_holder_that_writes_its_pid_a_moment_late(tmp_pa
         late.join()
         os.close(reader)
         os.close(holder)
+
+
+def test_a_users_audit_json_is_synced_a_world_in_the_making_is_not(sound_world, tmp_path, monkeypatch):
+    """Re-auditing a finished world replaces its audit.json durably (fsync before the rename); a build's
+    own audit writes into a temporary world directory, none of whose files is synced, and does not wait on
+    the disk for that one file (the same bytes either way)."""
+    import os
+
+    from auditors import audit_world
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    world = tmp_path / "world"
+    shutil.copytree(sound_world, world)
+    original = (world / "audit.json").read_bytes()
+    audit_world(world)
+    assert len(synced) == 1 and (world / "audit.json").read_bytes() == original
+    audit_world(world, durable=False)
+    assert len(synced) == 1 and (world / "audit.json").read_bytes() == original
+
+    from worldgen.build import BuildConfig, run_build
+
+    run_build(BuildConfig(n=1, seed=0, out=tmp_path / "build", workers=1))
+    built = next((tmp_path / "build" / "worlds").iterdir())
+    assert (built / "audit.json").is_file()
+    assert len(synced) == 3, "a build syncs only build.json and its manifest, not the world's audit.json"
