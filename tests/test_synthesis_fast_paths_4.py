@@ -1,12 +1,15 @@
 """The generator's fast paths of the sixth speed round against their plain computations, bit for bit: a
-stable order of many keys below 2**32 by two radix passes over 16-bit digits."""
+stable order of many keys below 2**32 by two radix passes over 16-bit digits; a rating's answer
+distribution worked out per hash group of equal levels."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from worldgen import observation
 from worldgen.entities import RADIX_DIGIT_BITS, RADIX_MIN_ROWS, _stable_order
+from worldgen.observation import DISTINCT_MIN_ROWS, HASH_BUCKETS_PER_ROW, _answer_cdf, _answer_cdf_plain, _hash_buckets
 
 RADIX_TOP = (1 << (2 * RADIX_DIGIT_BITS)) - 1  # the largest key the radix passes take
 
@@ -34,3 +37,29 @@ def test_keys_beyond_two_digits_take_the_packed_sort(top):
     key[: n // 2] = key[n // 2 : 2 * (n // 2)]
     key[rng.integers(n)] = top
     assert np.array_equal(_stable_order(key, n), np.lexsort((np.arange(n), key)))
+
+
+@pytest.mark.parametrize("buckets_per_row", [0.0005, 0.01, HASH_BUCKETS_PER_ROW])
+@pytest.mark.parametrize("distinct", [1, 40, 700, 3000])
+def test_answer_cdf_grouped_by_hash_is_the_plain_one(monkeypatch, buckets_per_row, distinct):
+    """Few buckets for many values force collisions (rows unlike their bucket's holder); signed zeros, tiny
+    values and neighbours in the last bit are distinct bits. Every row gets the plain bits."""
+    monkeypatch.setattr(observation, "HASH_BUCKETS_PER_ROW", buckets_per_row)
+    points = 4
+    rng = np.random.default_rng(distinct)
+    levels = rng.uniform(0.04, 3.96, distinct)
+    edges = np.array([0.0, -0.0, 2.0, np.nextafter(2.0, 3.0), np.nextafter(2.0, 1.0), 1e-300, 0.04, 3.96])
+    content = np.concatenate([levels[rng.integers(distinct, size=3 * DISTINCT_MIN_ROWS)], np.tile(edges, 50)])
+    content = content[rng.permutation(len(content))]
+    fast = _answer_cdf(content, points)
+    assert fast.tobytes() == _answer_cdf_plain(content, points).tobytes()
+
+
+def test_hash_buckets_hold_one_of_their_own_rows():
+    values = np.random.default_rng(3).uniform(0, 1, 5000).round(2)
+    bucket, holder = _hash_buckets(values)
+    held = np.flatnonzero(holder >= 0)
+    assert np.array_equal(np.sort(held), np.unique(bucket))
+    assert np.array_equal(bucket[holder[held]], held)
+    same = values.view(np.uint64)
+    assert np.array_equal(bucket[same == same[0]], np.full((same == same[0]).sum(), bucket[0]))
