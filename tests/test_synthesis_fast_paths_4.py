@@ -1,14 +1,17 @@
 """The generator's fast paths of the sixth speed round against their plain computations, bit for bit: a
 stable order of many keys below 2**32 by two radix passes over 16-bit digits; a rating's answer
-distribution worked out per hash group of equal levels."""
+distribution worked out per hash group of equal levels; a trend probe's ghosts (variables drawn only to move
+their step's stream) making the full draw's draws."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from worldgen import observation
+from tests.test_canonical_fast_paths import TREND_WORLDS, _draft
+from worldgen import canonical, observation, phenomena
 from worldgen.entities import RADIX_DIGIT_BITS, RADIX_MIN_ROWS, _stable_order
+from worldgen.grid import Grid
 from worldgen.observation import DISTINCT_MIN_ROWS, HASH_BUCKETS_PER_ROW, _answer_cdf, _answer_cdf_plain, _hash_buckets
 
 RADIX_TOP = (1 << (2 * RADIX_DIGIT_BITS)) - 1  # the largest key the radix passes take
@@ -63,3 +66,39 @@ def test_hash_buckets_hold_one_of_their_own_rows():
     assert np.array_equal(bucket[holder[held]], held)
     same = values.view(np.uint64)
     assert np.array_equal(bucket[same == same[0]], np.full((same == same[0]).sum(), bucket[0]))
+
+
+@pytest.mark.parametrize("index", TREND_WORLDS)
+def test_a_ghost_moves_the_stream_as_the_full_draw_does(index):
+    """Every derived variable `_ghostly` passes leaves its step's generator where the full draw leaves it
+    (from the same state, on the committed state of a whole attempt); a reported count's Poisson draws do
+    not (which is why they are drawn in full)."""
+    draft, streams = _draft(index)
+    state = canonical.generate(draft, streams, 0)
+    grid = Grid(draft.entity("unit").count, draft.timeline.periods)
+    grid.set_events(state.column("events", "unit_id") - 1, state.column("events", "day"))
+    parents_of = canonical._parents_of(draft)
+    ghostly = 0
+    for v in draft.variables:
+        if not parents_of[v.name] or v.role == "volume":
+            continue
+        full_rng, ghost_rng = np.random.default_rng(index), np.random.default_rng(index)
+        canonical._draw_into(canonical.Step(draft, state, grid, full_rng), v, parents_of[v.name])
+        canonical._draw_ghost(canonical.Step(draft, state, grid, ghost_rng), v)
+        same = full_rng.bit_generator.state == ghost_rng.bit_generator.state
+        if canonical._ghostly(v):
+            ghostly += 1
+            assert same, v.name
+        elif v.observe == "count":
+            assert not same, v.name
+    assert ghostly
+
+
+def test_probes_of_the_trend_worlds_draw_ghosts():
+    """The trend probe's test (test_canonical_fast_paths) goes through ghosts: some of its worlds have them."""
+    ghosts = set()
+    for index in TREND_WORLDS:
+        draft, _ = _draft(index)
+        focus = draft.persona.focus
+        ghosts |= canonical._needed(draft, focus, phenomena.trend_layer(draft))[1]
+    assert ghosts

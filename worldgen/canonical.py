@@ -192,23 +192,27 @@ def probe(contract: Contract, streams: Streams, attempt: int, upto: int, target:
     depends on through layer `upto`: enough to judge the trend of an attempt that will most likely be
     thrown away, at a fraction of its cost. No ledger, no hashes, no names (Faker has its own generator).
     A step's variables share its stream in order, so a variable drawn before a needed one in its step is
-    still drawn; those after the last needed one are not; and the events skip the columns no draw depends
-    on, or every draw after their keys when nothing after them in their step draws from the stream
-    (`draw_events`'s detail). Steps past `upto` cannot change the target."""
-    needed = _needed(contract, target, upto)
+    still drawn; those after the last needed one are not; one whose draws do not depend on its values
+    only makes its draws (`_draw_ghost`); and the events skip the columns no draw depends on, or every
+    draw after their keys when nothing after them in their step draws from the stream (`draw_events`'s
+    detail). Steps past `upto` cannot change the target."""
+    needed, ghosts = _needed(contract, target, upto)
     state = CanonicalState()
     grid = Grid(contract.entity("unit").count, contract.timeline.periods)
     parents_of = _parents_of(contract)
     pushes = trend_push(contract, streams.rng("trend", attempt))
     state.commit(draw_entities(contract, streams.rng("canonical", attempt, 0), named=False))
     for layer, names in enumerate(contract.layers[: upto + 1]):
-        drawn = [name for name in names if name in needed]  # a prefix of the step's names
+        drawn = [name for name in names if name in needed or name in ghosts]  # a prefix of the step's names
         if not drawn:
             continue  # every step has its own stream: skipping one moves no other step's draws
         ctx = Step(contract, state, grid, streams.rng("canonical", attempt, layer + 1), pushes=pushes)
         ctx.event_detail = "keys" if contract.variable(drawn[-1]).role == "volume" else "draws"
         for name in drawn:
-            _draw_into(ctx, contract.variable(name), parents_of[name])
+            if name in ghosts:
+                _draw_ghost(ctx, contract.variable(name))
+            else:
+                _draw_into(ctx, contract.variable(name), parents_of[name])
         state.commit(ctx.outputs)
     return state
 
@@ -220,15 +224,20 @@ def _parents_of(contract: Contract) -> dict[str, list[Edge]]:
     return parents_of
 
 
-def _needed(contract: Contract, target: str, upto: int) -> set[str]:
-    """What a probe of `target` draws: the target and every variable it is drawn from (causal parents, an
-    interaction's moderator among them, the volume of an event variable, the count holding a rate's
-    trials), every variable before one of those in its step (it moves the step's stream), and so on until
-    nothing is added."""
+def _needed(contract: Contract, target: str, upto: int) -> tuple[set[str], set[str]]:
+    """What a probe of `target` draws: (in full, only the draws of: its ghosts). In full: the target and
+    every variable it is drawn from (causal parents, an interaction's moderator among them, the volume of an
+    event variable, the count holding a rate's trials), and so on. A variable before one of those in its
+    step moves the step's stream, so it is drawn too: a ghost when its draws do not depend on its values
+    (`_ghostly`; an event variable's still need the events, so the volume is drawn in full), else in full.
+    Until nothing is added."""
     parents: dict[str, set[str]] = {v.name: set() for v in contract.variables}
     for parent, child in [(e.parent, e.child) for e in contract.edges] + structural_edges(contract.variables):
         parents[child].add(parent)
+    derived = {e.child for e in contract.edges}
+    volume = next((v.name for v in contract.variables if v.role == "volume"), None)
     needed: set[str] = set()
+    ghosts: set[str] = set()
     todo = [target]
     while todo:
         while todo:
@@ -236,10 +245,35 @@ def _needed(contract: Contract, target: str, upto: int) -> set[str]:
             if name not in needed:
                 needed.add(name)
                 todo.extend(parents[name])
+        ghosts = set()
         for names in contract.layers[: upto + 1]:
             last = max((k for k, name in enumerate(names) if name in needed), default=-1)
-            todo.extend(name for name in names[:last] if name not in needed)
-    return needed
+            for name in (name for name in names[:last] if name not in needed):
+                v = contract.variable(name)
+                if name in derived and _ghostly(v):
+                    ghosts.add(name)
+                    todo.extend([volume] if v.grain == "event" and volume not in needed else [])
+                else:
+                    todo.append(name)
+    return needed, ghosts
+
+
+def _ghostly(v: Variable) -> bool:
+    """Whether a derived variable's draws are the same whatever its values (only their shape counts): all
+    but the volume's Poisson counts and a reported count's or rate's Poisson or binomial draws, which take
+    as many of the stream's words as their means ask."""
+    return v.role != "volume" and not (_reports(v, derived=True) and v.observe in ("count", "rate"))
+
+
+def _draw_ghost(ctx: Step, v: Variable) -> None:
+    """The draws `_draw_into` makes for a derived variable `_ghostly` says draws the same whatever its values,
+    made on a stand-in level (its parents are not drawn, its contributions not worked out), and dropped:
+    the stream moves on exactly as the full draw moves it. Its latent level draws nothing (mechanisms are
+    pure functions; their parameters come from each edge's own seed)."""
+    latent = np.zeros(ctx.grid.shape(v.grain))
+    _reported(ctx, v, latent, True)
+    if v.observe == "scale":
+        respond(v, latent, ctx.rng)
 
 
 def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:
@@ -269,9 +303,8 @@ def _reported(ctx: Step, v: Variable, latent: np.ndarray, derived: bool) -> np.n
     observation model; all clipped to the variable's range; derived daily values exist on open days only."""
     if v.dtype == "categorical":
         return latent
-    exact = v.dtype == "binary" or v.pattern == "policy" or v.scope != "unit"
     values = latent
-    if not exact and (derived or v.observe != "value"):
+    if _reports(v, derived):
         trials = np.nan_to_num(ctx.grid_values(v.denominator)) if v.denominator else None
         values = report(v, latent, ctx.rng, trials=trials, is_open=ctx.is_open if v.grain == "panel" else None)
     lo = v.min if v.min is not None else -np.inf
@@ -282,6 +315,13 @@ def _reported(ctx: Step, v: Variable, latent: np.ndarray, derived: bool) -> np.n
     if v.grain == "panel" and derived:
         values = np.where(ctx.is_open, values, np.nan)
     return values
+
+
+def _reports(v: Variable, derived: bool) -> bool:
+    """Whether `_reported` puts `v` through its observation model (which draws): not a category, a flag, a
+    lever or an external series, nor a root reported as its value."""
+    exact = v.dtype in ("categorical", "binary") or v.pattern == "policy" or v.scope != "unit"
+    return not exact and (derived or v.observe != "value")
 
 
 def _codes(raw: np.ndarray, levels: list[str]) -> np.ndarray:
