@@ -1,7 +1,8 @@
 """The generator's fast paths of the sixth speed round against their plain computations, bit for bit: a
 stable order of many keys below 2**32 by two radix passes over 16-bit digits; a rating's answer
 distribution worked out per hash group of equal levels; a trend probe's ghosts (variables drawn only to move
-their step's stream) making the full draw's draws."""
+their step's stream) making the full draw's draws; a probe's events making the full table's draws without
+working out its columns."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 
 from tests.test_canonical_fast_paths import TREND_WORLDS, _draft
 from worldgen import canonical, observation, phenomena
-from worldgen.entities import RADIX_DIGIT_BITS, RADIX_MIN_ROWS, _stable_order
+from worldgen.entities import RADIX_DIGIT_BITS, RADIX_MIN_ROWS, _stable_order, draw_entities, draw_events
 from worldgen.grid import Grid
 from worldgen.observation import DISTINCT_MIN_ROWS, HASH_BUCKETS_PER_ROW, _answer_cdf, _answer_cdf_plain, _hash_buckets
 
@@ -102,3 +103,27 @@ def test_probes_of_the_trend_worlds_draw_ghosts():
         focus = draft.persona.focus
         ghosts |= canonical._needed(draft, focus, phenomena.trend_layer(draft))[1]
     assert ghosts
+
+
+@pytest.mark.parametrize("index", TREND_WORLDS)
+@pytest.mark.parametrize("key_style", ["uuid", "sequence"])
+def test_a_probes_events_make_the_full_tables_draws(index, key_style):
+    """Events drawn for a probe ("draws": person-capped parties chosen, company ones not) leave the stream
+    where the full table leaves it, with the same keys; a log-normal draw takes its normal draw's words."""
+    draft, _ = _draft(index)
+    draft.events.key_style = key_style
+    tables = draw_entities(draft, np.random.default_rng(index), named=False)
+    units, periods = draft.entity("unit").count, draft.timeline.periods
+    counts = np.random.default_rng(index + 1).poisson(2.0, (units, periods))
+    full_rng, probe_rng = np.random.default_rng(index + 2), np.random.default_rng(index + 2)
+    full = draw_events(counts, draft, Grid(units, periods), tables, full_rng)
+    probed = draw_events(counts, draft, Grid(units, periods), tables, probe_rng, "draws")
+    assert full_rng.bit_generator.state == probe_rng.bit_generator.state
+    assert list(probed) == ["event_id", "unit_id", "day"]
+    for column in probed:
+        assert probed[column].tobytes() == full[column].tobytes()
+    for sigma in (0.0, 0.3, 2.0):
+        a, b = np.random.default_rng(index), np.random.default_rng(index)
+        a.lognormal(1.5, sigma, 5000)
+        b.standard_normal(5000)
+        assert a.bit_generator.state == b.bit_generator.state

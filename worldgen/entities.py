@@ -198,15 +198,23 @@ def draw_events(
 ) -> dict[str, np.ndarray]:
     """Expand per-cell counts into event rows: time of day, party, amount, completion and answer times.
     For a trend probe, which reads only the events' units and days, `detail` "draws" makes every draw the
-    full table makes (the stream moves on exactly as it would) but leaves out the party and UUID columns,
-    whose work no later draw needs unless a person's cap redraws parties; "keys" stops after the units,
+    full table makes (the stream moves on exactly as it would) but returns only the keys: the parties are
+    chosen only when a person's cap redraws them, the other columns are not worked out from their draws
+    (a log-normal draw takes the words of the normal draw it is the exp of); "keys" stops after the units,
     days and times, when nothing else draws from this stream."""
     unit_idx, day, time = place_events(counts, contract, grid, rng)
     n = len(day)
+    keys = {"event_id": np.arange(1, n + 1, dtype=np.int64), "unit_id": unit_idx + 1, "day": day}
     if detail == "keys":
-        return {"event_id": np.arange(1, n + 1, dtype=np.int64), "unit_id": unit_idx + 1, "day": day}
+        return keys
     probe = detail == "draws"
     party = _parties_for(contract, tables["units"]["region"], day, tables["parties"], rng, not probe, unit_idx)
+    if probe:
+        for _ in range(3):  # the amounts', completions' and answers' normal draws
+            rng.standard_normal(n)
+        if contract.events.key_style == "uuid":
+            rng.integers(0, 2**63, size=(n, 2), dtype=np.int64)
+        return keys
     amount = contract.measures.amount
     sigma = np.sqrt(np.log1p((amount.sd / amount.mean) ** 2))
     values = rng.lognormal(np.log(amount.mean) - sigma**2 / 2, sigma, n)
@@ -214,8 +222,8 @@ def draw_events(
     completion = time + 3600 * shape.completion_hours * np.exp(COMPLETION_SPREAD * rng.standard_normal(n))
     answered = completion + 3600 * shape.feedback_delay_hours * np.exp(FEEDBACK_SPREAD * rng.standard_normal(n))
     out = {
-        "event_id": np.arange(1, n + 1, dtype=np.int64),
-        "unit_id": unit_idx + 1,
+        "event_id": keys["event_id"],
+        "unit_id": keys["unit_id"],
         **({"party_id": party} if party is not None else {}),
         "day": day,
         "time": time.astype(np.int64),
@@ -224,9 +232,7 @@ def draw_events(
         amount.name: np.round(np.clip(values, amount.min, amount.max), amount.decimals),
     }
     if shape.key_style == "uuid":
-        raw = rng.integers(0, 2**63, size=(n, 2), dtype=np.int64)
-        if not probe:
-            out["uuid"] = _uuids(raw)
+        out["uuid"] = _uuids(rng.integers(0, 2**63, size=(n, 2), dtype=np.int64))
     else:  # the event system's running number
         out["code"] = out["event_id"] + shape.key_offset
     return out
