@@ -2,7 +2,7 @@
 stable order of many keys below 2**32 by two radix passes over 16-bit digits; a rating's answer
 distribution worked out per hash group of equal levels; a trend probe's ghosts (variables drawn only to move
 their step's stream) making the full draw's draws; a probe's events making the full table's draws without
-working out its columns."""
+working out its columns; the kept attempt's full draw taking the steps its probe drew whole."""
 
 from __future__ import annotations
 
@@ -127,3 +127,34 @@ def test_a_probes_events_make_the_full_tables_draws(index, key_style):
         a.lognormal(1.5, sigma, 5000)
         b.standard_normal(5000)
         assert a.bit_generator.state == b.bit_generator.state
+
+
+def _recorded(state: canonical.CanonicalState) -> list:
+    """Everything a state holds, in its order (tables, columns, ledger, parameters, inputs, contributions)."""
+    tables = [
+        (t, c, a.dtype.str, a.tobytes() if a.dtype != object else a.tolist())
+        for t, cols in state.tables.items()
+        for c, a in cols.items()
+    ]
+    inputs = [(edge, x.tobytes()) for edge, x in state.inputs.items()]
+    parts = [(child, [(p, a.tobytes()) for p, a in d.items()]) for child, d in state.contributions.items()]
+    return [tables, state.ledger, list(state.params.items()), inputs, parts, state.digests]
+
+
+@pytest.mark.parametrize("index", TREND_WORLDS)
+def test_a_full_draw_taking_its_probes_whole_steps_is_the_plain_one(index):
+    draft, streams = _draft(index)
+    layer = phenomena.trend_layer(draft)
+    for attempt in range(2):
+        probed = canonical.probe(draft, streams, attempt, layer, draft.persona.focus)
+        plain = canonical.generate(draft, streams, attempt)
+        assert _recorded(canonical.generate(draft, streams, attempt, probed)) == _recorded(plain)
+
+
+def test_probes_of_the_trend_worlds_draw_whole_steps():
+    """The test above goes through steps taken from the probe: some of its worlds' probes draw them."""
+    whole = 0
+    for index in TREND_WORLDS:
+        draft, streams = _draft(index)
+        whole += len(canonical.probe(draft, streams, 0, phenomena.trend_layer(draft), draft.persona.focus).whole)
+    assert whole

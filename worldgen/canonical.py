@@ -53,6 +53,9 @@ class CanonicalState:
     # A committed variable's realised scale as a child sees it, by (name, seen through unit-day means): a
     # parent of several children is asked once (its columns are frozen, the events fixed once drawn).
     scales: dict[tuple[str, bool], Scale] = field(default_factory=dict, repr=False, compare=False)
+    # A trend probe's steps drawn whole (every variable in full, no events): step -> its outputs, which the
+    # full draw of the same attempt takes as they are (`generate`'s `probed`).
+    whole: dict[int, Outputs] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, table: str, name: str) -> np.ndarray:
         return self.tables[table][name]
@@ -155,15 +158,20 @@ class Step:
         return self.state.column("units", self.contract.measures.capacity.name).astype(float)
 
 
-def generate(contract: Contract, streams: Streams, attempt: int = 0) -> CanonicalState:
-    """Run every step in order; step k of attempt a draws from `streams.rng("canonical", a, k)`."""
+def generate(
+    contract: Contract, streams: Streams, attempt: int = 0, probed: CanonicalState | None = None
+) -> CanonicalState:
+    """Run every step in order; step k of attempt a draws from `streams.rng("canonical", a, k)`. `probed`:
+    this attempt's trend probe, whose whole steps are taken instead of drawn again (the same draws)."""
     state = CanonicalState()
-    for _ in steps(contract, streams, attempt, state):
+    for _ in steps(contract, streams, attempt, state, probed):
         pass
     return state
 
 
-def steps(contract: Contract, streams: Streams, attempt: int, state: CanonicalState) -> Iterator[int]:
+def steps(
+    contract: Contract, streams: Streams, attempt: int, state: CanonicalState, probed: CanonicalState | None = None
+) -> Iterator[int]:
     """`generate` into `state` one step at a time, yielding each layer once it is committed (-1: the
     entities). Every step has its own stream and never changes what earlier steps committed, so a caller may
     stop after any layer and judge what is drawn so far as the finished state will have it."""
@@ -178,6 +186,8 @@ def steps(contract: Contract, streams: Streams, attempt: int, state: CanonicalSt
         parents = {(table_of(contract.variable(e.parent)), e.parent) for n in names for e in parents_of[n]}
 
         def run(names=names, step=step) -> Outputs:
+            if probed is not None and step in probed.whole:
+                return _taken(state, probed, names, step)
             ctx = Step(contract, state, grid, streams.rng("canonical", attempt, step), pushes=pushes)
             for name in names:
                 _draw_into(ctx, contract.variable(name), parents_of[name])
@@ -214,7 +224,21 @@ def probe(contract: Contract, streams: Streams, attempt: int, upto: int, target:
             else:
                 _draw_into(ctx, contract.variable(name), parents_of[name])
         state.commit(ctx.outputs)
+        volume = any(contract.variable(name).role == "volume" for name in names)  # events' details left out
+        if len(drawn) == len(names) and not ghosts.intersection(names) and not volume:
+            state.whole[layer + 1] = ctx.outputs  # every output as the full draw makes it
     return state
+
+
+def _taken(state: CanonicalState, probed: CanonicalState, names: list[str], step: int) -> Outputs:
+    """Step `step` (its variables `names`) as the probe of the same attempt drew it whole: the same draws
+    from the same stream on the same parents. What drawing it records besides is taken too, in the order
+    drawing records it: each edge's parameters and the input its mechanism saw, each child's contributions."""
+    drawn = set(names)
+    state.params.update((edge, p) for edge, p in probed.params.items() if edge.split("->")[1] in drawn)
+    state.inputs.update((edge, x) for edge, x in probed.inputs.items() if edge.split("->")[1] in drawn)
+    state.contributions.update((child, parts) for child, parts in probed.contributions.items() if child in drawn)
+    return probed.whole[step]
 
 
 def _parents_of(contract: Contract) -> dict[str, list[Edge]]:
