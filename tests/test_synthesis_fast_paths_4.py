@@ -2,7 +2,8 @@
 stable order of many keys below 2**32 by two radix passes over 16-bit digits; a rating's answer
 distribution worked out per hash group of equal levels; a trend probe's ghosts (variables drawn only to move
 their step's stream) making the full draw's draws; a probe's events making the full table's draws without
-working out its columns; the kept attempt's full draw taking the steps its probe drew whole."""
+working out its columns; the kept attempt's full draw taking the steps its probe drew whole and going on
+from where it stopped after the events' keys."""
 
 from __future__ import annotations
 
@@ -151,10 +152,12 @@ def test_a_full_draw_taking_its_probes_whole_steps_is_the_plain_one(index):
         assert _recorded(canonical.generate(draft, streams, attempt, probed)) == _recorded(plain)
 
 
-def test_probes_of_the_trend_worlds_draw_whole_steps():
-    """The test above goes through steps taken from the probe: some of its worlds' probes draw them."""
-    whole = 0
+def test_probes_of_the_trend_worlds_draw_whole_steps_and_stop_after_keys():
+    """The test above goes through steps taken from the probe and steps gone on from where it stopped after
+    the events' keys: some of its worlds' probes have them."""
+    whole = stopped = 0
     for index in TREND_WORLDS:
         draft, streams = _draft(index)
-        whole += len(canonical.probe(draft, streams, 0, phenomena.trend_layer(draft), draft.persona.focus).whole)
-    assert whole
+        probed = canonical.probe(draft, streams, 0, phenomena.trend_layer(draft), draft.persona.focus)
+        whole, stopped = whole + len(probed.whole), stopped + len(probed.stopped)
+    assert whole and stopped

@@ -13,6 +13,7 @@ so that `worldgen/phenomena.py` can seal the contract afterwards.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -22,7 +23,7 @@ import numpy as np
 from contracts.calendar import levels
 from contracts.hashing import column_sha256
 from contracts.model import Contract, Edge, Variable, structural_edges
-from worldgen.entities import draw_entities, draw_events
+from worldgen.entities import draw_entities, event_columns, place_events
 from worldgen.grid import Grid
 from worldgen.mechanisms import MECHANISMS, Scale, resolve
 from worldgen.observation import nan_mean_sd, report, respond
@@ -56,6 +57,9 @@ class CanonicalState:
     # A trend probe's steps drawn whole (every variable in full, no events): step -> its outputs, which the
     # full draw of the same attempt takes as they are (`generate`'s `probed`).
     whole: dict[int, Outputs] = field(default_factory=dict, repr=False, compare=False)
+    # A trend probe's steps it stopped after the events' keys (every variable before them in full): step ->
+    # the step as it stopped (its outputs, stream and placed events), where the full draw goes on from.
+    stopped: dict[int, Step] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, table: str, name: str) -> np.ndarray:
         return self.tables[table][name]
@@ -113,6 +117,7 @@ class Step:
     rng: np.random.Generator
     outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     event_detail: str = "full"  # a trend probe's events: "draws" or "keys" (see `probe`, `draw_events`)
+    placed: tuple | None = None  # the events' units, days and times once placed (`place_events`)
     pushes: dict[str, float] = field(default_factory=dict)  # the root carrying the trend (`trend_push`)
 
     def lookup(self, table: str, name: str) -> np.ndarray:
@@ -189,7 +194,10 @@ def steps(
             if probed is not None and step in probed.whole:
                 return _taken(state, probed, names, step)
             ctx = Step(contract, state, grid, streams.rng("canonical", attempt, step), pushes=pushes)
-            for name in names:
+            todo = names
+            if probed is not None and step in probed.stopped:
+                todo = _went_on(ctx, probed, names, step)
+            for name in todo:
                 _draw_into(ctx, contract.variable(name), parents_of[name])
             return ctx.outputs
 
@@ -227,18 +235,41 @@ def probe(contract: Contract, streams: Streams, attempt: int, upto: int, target:
         volume = any(contract.variable(name).role == "volume" for name in names)  # events' details left out
         if len(drawn) == len(names) and not ghosts.intersection(names) and not volume:
             state.whole[layer + 1] = ctx.outputs  # every output as the full draw makes it
+        elif ctx.event_detail == "keys" and not ghosts.intersection(drawn):
+            state.stopped[layer + 1] = ctx  # every draw up to the events' keys as the full draw makes it
     return state
+
+
+def _went_on(ctx: Step, probed: CanonicalState, names: list[str], step: int) -> list[str]:
+    """Step `step` taken up to where its probe stopped, after the events' keys: its variables up to the
+    volume as drawn (`_taken`), the stream where the probe left it, the events placed as it placed them and
+    given their other columns now, as the full draw gives them from there. The variables left to draw."""
+    stopped = probed.stopped[step]
+    drawn = names[: 1 + next(k for k, name in enumerate(names) if ctx.contract.variable(name).role == "volume")]
+    ctx.outputs = {table: dict(columns) for table, columns in stopped.outputs.items()}
+    ctx.rng = copy.deepcopy(stopped.rng)  # the probe's own stays where it stopped
+    ctx.placed = stopped.placed
+    ctx.grid.set_events(ctx.placed[0], ctx.placed[1])
+    ctx.outputs["events"] = event_columns(ctx.contract, ctx.state.tables, ctx.rng, ctx.placed)
+    _recorded(ctx.state, probed, drawn)
+    return names[len(drawn) :]
 
 
 def _taken(state: CanonicalState, probed: CanonicalState, names: list[str], step: int) -> Outputs:
     """Step `step` (its variables `names`) as the probe of the same attempt drew it whole: the same draws
-    from the same stream on the same parents. What drawing it records besides is taken too, in the order
-    drawing records it: each edge's parameters and the input its mechanism saw, each child's contributions."""
+    from the same stream on the same parents, with what drawing them records besides (`_recorded`)."""
+    _recorded(state, probed, names)
+    return probed.whole[step]
+
+
+def _recorded(state: CanonicalState, probed: CanonicalState, names: list[str]) -> None:
+    """What drawing the variables `names` records besides their outputs, as the probe recorded it, in the
+    order drawing records it: each edge's parameters and the input its mechanism saw, each child's
+    contributions."""
     drawn = set(names)
     state.params.update((edge, p) for edge, p in probed.params.items() if edge.split("->")[1] in drawn)
     state.inputs.update((edge, x) for edge, x in probed.inputs.items() if edge.split("->")[1] in drawn)
     state.contributions.update((child, parts) for child, parts in probed.contributions.items() if child in drawn)
-    return probed.whole[step]
 
 
 def _parents_of(contract: Contract) -> dict[str, list[Edge]]:
@@ -313,8 +344,8 @@ def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:
         counts = ctx.rng.poisson(rate).astype(np.int64)
         ctx.outputs.setdefault("panel", {})[v.name] = counts.reshape(-1)
         ctx.outputs["panel"][f"{v.name}_expected"] = rate.reshape(-1)
-        tables = ctx.state.tables
-        ctx.outputs["events"] = draw_events(counts, ctx.contract, ctx.grid, tables, ctx.rng, ctx.event_detail)
+        ctx.placed = place_events(counts, ctx.contract, ctx.grid, ctx.rng)
+        ctx.outputs["events"] = event_columns(ctx.contract, ctx.state.tables, ctx.rng, ctx.placed, ctx.event_detail)
         return
     values = _reported(ctx, v, latent, bool(edges))
     if v.observe == "scale":

@@ -202,7 +202,14 @@ def draw_events(
     chosen only when a person's cap redraws them, the other columns are not worked out from their draws
     (a log-normal draw takes the words of the normal draw it is the exp of); "keys" stops after the units,
     days and times, when nothing else draws from this stream."""
-    unit_idx, day, time = place_events(counts, contract, grid, rng)
+    return event_columns(contract, tables, rng, place_events(counts, contract, grid, rng), detail)
+
+
+def event_columns(
+    contract: Contract, tables: dict, rng: np.random.Generator, placed: tuple, detail: str = "full"
+) -> dict[str, np.ndarray]:
+    """`draw_events` from the events `place_events` placed: (units, days, times) and the stream after them."""
+    unit_idx, day, time = placed
     n = len(day)
     keys = {"event_id": np.arange(1, n + 1, dtype=np.int64), "unit_id": unit_idx + 1, "day": day}
     if detail == "keys":
