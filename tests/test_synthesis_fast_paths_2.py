@@ -60,7 +60,7 @@ def _place_events_plain(counts, contract, grid, rng):
     cells = np.repeat(np.arange(flat.size, dtype=np.int64), flat)
     unit_idx, day = cells // grid.periods, cells % grid.periods
     time = day * 86400 + _seconds_of_day(contract, cells.size, rng)
-    order = _stable_order(time * grid.units + unit_idx, cells.size)
+    order = np.lexsort((np.arange(cells.size), time * grid.units + unit_idx))  # time, unit, then cell
     return unit_idx[order], day[order], time[order]
 
 

@@ -13,6 +13,7 @@ so that `worldgen/phenomena.py` can seal the contract afterwards.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -22,7 +23,7 @@ import numpy as np
 from contracts.calendar import levels
 from contracts.hashing import column_sha256
 from contracts.model import Contract, Edge, Variable, structural_edges
-from worldgen.entities import draw_entities, draw_events
+from worldgen.entities import draw_entities, event_columns, place_events
 from worldgen.grid import Grid
 from worldgen.mechanisms import MECHANISMS, Scale, resolve
 from worldgen.observation import nan_mean_sd, report, respond
@@ -53,6 +54,12 @@ class CanonicalState:
     # A committed variable's realised scale as a child sees it, by (name, seen through unit-day means): a
     # parent of several children is asked once (its columns are frozen, the events fixed once drawn).
     scales: dict[tuple[str, bool], Scale] = field(default_factory=dict, repr=False, compare=False)
+    # A trend probe's steps drawn whole (every variable in full, no events): step -> its outputs, which the
+    # full draw of the same attempt takes as they are (`generate`'s `probed`).
+    whole: dict[int, Outputs] = field(default_factory=dict, repr=False, compare=False)
+    # A trend probe's steps it stopped after the events' keys (every variable before them in full): step ->
+    # the step as it stopped (its outputs, stream and placed events), where the full draw goes on from.
+    stopped: dict[int, Step] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, table: str, name: str) -> np.ndarray:
         return self.tables[table][name]
@@ -110,6 +117,7 @@ class Step:
     rng: np.random.Generator
     outputs: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     event_detail: str = "full"  # a trend probe's events: "draws" or "keys" (see `probe`, `draw_events`)
+    placed: tuple | None = None  # the events' units, days and times once placed (`place_events`)
     pushes: dict[str, float] = field(default_factory=dict)  # the root carrying the trend (`trend_push`)
 
     def lookup(self, table: str, name: str) -> np.ndarray:
@@ -155,15 +163,20 @@ class Step:
         return self.state.column("units", self.contract.measures.capacity.name).astype(float)
 
 
-def generate(contract: Contract, streams: Streams, attempt: int = 0) -> CanonicalState:
-    """Run every step in order; step k of attempt a draws from `streams.rng("canonical", a, k)`."""
+def generate(
+    contract: Contract, streams: Streams, attempt: int = 0, probed: CanonicalState | None = None
+) -> CanonicalState:
+    """Run every step in order; step k of attempt a draws from `streams.rng("canonical", a, k)`. `probed`:
+    this attempt's trend probe, whose whole steps are taken instead of drawn again (the same draws)."""
     state = CanonicalState()
-    for _ in steps(contract, streams, attempt, state):
+    for _ in steps(contract, streams, attempt, state, probed):
         pass
     return state
 
 
-def steps(contract: Contract, streams: Streams, attempt: int, state: CanonicalState) -> Iterator[int]:
+def steps(
+    contract: Contract, streams: Streams, attempt: int, state: CanonicalState, probed: CanonicalState | None = None
+) -> Iterator[int]:
     """`generate` into `state` one step at a time, yielding each layer once it is committed (-1: the
     entities). Every step has its own stream and never changes what earlier steps committed, so a caller may
     stop after any layer and judge what is drawn so far as the finished state will have it."""
@@ -178,8 +191,13 @@ def steps(contract: Contract, streams: Streams, attempt: int, state: CanonicalSt
         parents = {(table_of(contract.variable(e.parent)), e.parent) for n in names for e in parents_of[n]}
 
         def run(names=names, step=step) -> Outputs:
+            if probed is not None and step in probed.whole:
+                return _taken(state, probed, names, step)
             ctx = Step(contract, state, grid, streams.rng("canonical", attempt, step), pushes=pushes)
-            for name in names:
+            todo = names
+            if probed is not None and step in probed.stopped:
+                todo = _went_on(ctx, probed, names, step)
+            for name in todo:
                 _draw_into(ctx, contract.variable(name), parents_of[name])
             return ctx.outputs
 
@@ -192,25 +210,66 @@ def probe(contract: Contract, streams: Streams, attempt: int, upto: int, target:
     depends on through layer `upto`: enough to judge the trend of an attempt that will most likely be
     thrown away, at a fraction of its cost. No ledger, no hashes, no names (Faker has its own generator).
     A step's variables share its stream in order, so a variable drawn before a needed one in its step is
-    still drawn; those after the last needed one are not; and the events skip the columns no draw depends
-    on, or every draw after their keys when nothing after them in their step draws from the stream
-    (`draw_events`'s detail). Steps past `upto` cannot change the target."""
-    needed = _needed(contract, target, upto)
+    still drawn; those after the last needed one are not; one whose draws do not depend on its values
+    only makes its draws (`_draw_ghost`); and the events skip the columns no draw depends on, or every
+    draw after their keys when nothing after them in their step draws from the stream (`draw_events`'s
+    detail). Steps past `upto` cannot change the target."""
+    needed, ghosts = _needed(contract, target, upto)
     state = CanonicalState()
     grid = Grid(contract.entity("unit").count, contract.timeline.periods)
     parents_of = _parents_of(contract)
     pushes = trend_push(contract, streams.rng("trend", attempt))
     state.commit(draw_entities(contract, streams.rng("canonical", attempt, 0), named=False))
     for layer, names in enumerate(contract.layers[: upto + 1]):
-        drawn = [name for name in names if name in needed]  # a prefix of the step's names
+        drawn = [name for name in names if name in needed or name in ghosts]  # a prefix of the step's names
         if not drawn:
             continue  # every step has its own stream: skipping one moves no other step's draws
         ctx = Step(contract, state, grid, streams.rng("canonical", attempt, layer + 1), pushes=pushes)
         ctx.event_detail = "keys" if contract.variable(drawn[-1]).role == "volume" else "draws"
         for name in drawn:
-            _draw_into(ctx, contract.variable(name), parents_of[name])
+            if name in ghosts:
+                _draw_ghost(ctx, contract.variable(name))
+            else:
+                _draw_into(ctx, contract.variable(name), parents_of[name])
         state.commit(ctx.outputs)
+        volume = any(contract.variable(name).role == "volume" for name in names)  # events' details left out
+        if len(drawn) == len(names) and not ghosts.intersection(names) and not volume:
+            state.whole[layer + 1] = ctx.outputs  # every output as the full draw makes it
+        elif ctx.event_detail == "keys" and not ghosts.intersection(drawn):
+            state.stopped[layer + 1] = ctx  # every draw up to the events' keys as the full draw makes it
     return state
+
+
+def _went_on(ctx: Step, probed: CanonicalState, names: list[str], step: int) -> list[str]:
+    """Step `step` taken up to where its probe stopped, after the events' keys: its variables up to the
+    volume as drawn (`_taken`), the stream where the probe left it, the events placed as it placed them and
+    given their other columns now, as the full draw gives them from there. The variables left to draw."""
+    stopped = probed.stopped[step]
+    drawn = names[: 1 + next(k for k, name in enumerate(names) if ctx.contract.variable(name).role == "volume")]
+    ctx.outputs = {table: dict(columns) for table, columns in stopped.outputs.items()}
+    ctx.rng = copy.deepcopy(stopped.rng)  # the probe's own stays where it stopped
+    ctx.placed = stopped.placed
+    ctx.grid.set_events(ctx.placed[0], ctx.placed[1])
+    ctx.outputs["events"] = event_columns(ctx.contract, ctx.state.tables, ctx.rng, ctx.placed)
+    _recorded(ctx.state, probed, drawn)
+    return names[len(drawn) :]
+
+
+def _taken(state: CanonicalState, probed: CanonicalState, names: list[str], step: int) -> Outputs:
+    """Step `step` (its variables `names`) as the probe of the same attempt drew it whole: the same draws
+    from the same stream on the same parents, with what drawing them records besides (`_recorded`)."""
+    _recorded(state, probed, names)
+    return probed.whole[step]
+
+
+def _recorded(state: CanonicalState, probed: CanonicalState, names: list[str]) -> None:
+    """What drawing the variables `names` records besides their outputs, as the probe recorded it, in the
+    order drawing records it: each edge's parameters and the input its mechanism saw, each child's
+    contributions."""
+    drawn = set(names)
+    state.params.update((edge, p) for edge, p in probed.params.items() if edge.split("->")[1] in drawn)
+    state.inputs.update((edge, x) for edge, x in probed.inputs.items() if edge.split("->")[1] in drawn)
+    state.contributions.update((child, parts) for child, parts in probed.contributions.items() if child in drawn)
 
 
 def _parents_of(contract: Contract) -> dict[str, list[Edge]]:
@@ -220,15 +279,20 @@ def _parents_of(contract: Contract) -> dict[str, list[Edge]]:
     return parents_of
 
 
-def _needed(contract: Contract, target: str, upto: int) -> set[str]:
-    """What a probe of `target` draws: the target and every variable it is drawn from (causal parents, an
-    interaction's moderator among them, the volume of an event variable, the count holding a rate's
-    trials), every variable before one of those in its step (it moves the step's stream), and so on until
-    nothing is added."""
+def _needed(contract: Contract, target: str, upto: int) -> tuple[set[str], set[str]]:
+    """What a probe of `target` draws: (in full, only the draws of: its ghosts). In full: the target and
+    every variable it is drawn from (causal parents, an interaction's moderator among them, the volume of an
+    event variable, the count holding a rate's trials), and so on. A variable before one of those in its
+    step moves the step's stream, so it is drawn too: a ghost when its draws do not depend on its values
+    (`_ghostly`; an event variable's still need the events, so the volume is drawn in full), else in full.
+    Until nothing is added."""
     parents: dict[str, set[str]] = {v.name: set() for v in contract.variables}
     for parent, child in [(e.parent, e.child) for e in contract.edges] + structural_edges(contract.variables):
         parents[child].add(parent)
+    derived = {e.child for e in contract.edges}
+    volume = next((v.name for v in contract.variables if v.role == "volume"), None)
     needed: set[str] = set()
+    ghosts: set[str] = set()
     todo = [target]
     while todo:
         while todo:
@@ -236,10 +300,35 @@ def _needed(contract: Contract, target: str, upto: int) -> set[str]:
             if name not in needed:
                 needed.add(name)
                 todo.extend(parents[name])
+        ghosts = set()
         for names in contract.layers[: upto + 1]:
             last = max((k for k, name in enumerate(names) if name in needed), default=-1)
-            todo.extend(name for name in names[:last] if name not in needed)
-    return needed
+            for name in (name for name in names[:last] if name not in needed):
+                v = contract.variable(name)
+                if name in derived and _ghostly(v):
+                    ghosts.add(name)
+                    todo.extend([volume] if v.grain == "event" and volume not in needed else [])
+                else:
+                    todo.append(name)
+    return needed, ghosts
+
+
+def _ghostly(v: Variable) -> bool:
+    """Whether a derived variable's draws are the same whatever its values (only their shape counts): all
+    but the volume's Poisson counts and a reported count's or rate's Poisson or binomial draws, which take
+    as many of the stream's words as their means ask."""
+    return v.role != "volume" and not (_reports(v, derived=True) and v.observe in ("count", "rate"))
+
+
+def _draw_ghost(ctx: Step, v: Variable) -> None:
+    """The draws `_draw_into` makes for a derived variable `_ghostly` says draws the same whatever its values,
+    made on a stand-in level (its parents are not drawn, its contributions not worked out), and dropped:
+    the stream moves on exactly as the full draw moves it. Its latent level draws nothing (mechanisms are
+    pure functions; their parameters come from each edge's own seed)."""
+    latent = np.zeros(ctx.grid.shape(v.grain))
+    _reported(ctx, v, latent, True)
+    if v.observe == "scale":
+        respond(v, latent, ctx.rng)
 
 
 def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:
@@ -255,8 +344,8 @@ def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:
         counts = ctx.rng.poisson(rate).astype(np.int64)
         ctx.outputs.setdefault("panel", {})[v.name] = counts.reshape(-1)
         ctx.outputs["panel"][f"{v.name}_expected"] = rate.reshape(-1)
-        tables = ctx.state.tables
-        ctx.outputs["events"] = draw_events(counts, ctx.contract, ctx.grid, tables, ctx.rng, ctx.event_detail)
+        ctx.placed = place_events(counts, ctx.contract, ctx.grid, ctx.rng)
+        ctx.outputs["events"] = event_columns(ctx.contract, ctx.state.tables, ctx.rng, ctx.placed, ctx.event_detail)
         return
     values = _reported(ctx, v, latent, bool(edges))
     if v.observe == "scale":
@@ -269,9 +358,8 @@ def _reported(ctx: Step, v: Variable, latent: np.ndarray, derived: bool) -> np.n
     observation model; all clipped to the variable's range; derived daily values exist on open days only."""
     if v.dtype == "categorical":
         return latent
-    exact = v.dtype == "binary" or v.pattern == "policy" or v.scope != "unit"
     values = latent
-    if not exact and (derived or v.observe != "value"):
+    if _reports(v, derived):
         trials = np.nan_to_num(ctx.grid_values(v.denominator)) if v.denominator else None
         values = report(v, latent, ctx.rng, trials=trials, is_open=ctx.is_open if v.grain == "panel" else None)
     lo = v.min if v.min is not None else -np.inf
@@ -282,6 +370,13 @@ def _reported(ctx: Step, v: Variable, latent: np.ndarray, derived: bool) -> np.n
     if v.grain == "panel" and derived:
         values = np.where(ctx.is_open, values, np.nan)
     return values
+
+
+def _reports(v: Variable, derived: bool) -> bool:
+    """Whether `_reported` puts `v` through its observation model (which draws): not a category, a flag, a
+    lever or an external series, nor a root reported as its value."""
+    exact = v.dtype in ("categorical", "binary") or v.pattern == "policy" or v.scope != "unit"
+    return not exact and (derived or v.observe != "value")
 
 
 def _codes(raw: np.ndarray, levels: list[str]) -> np.ndarray:

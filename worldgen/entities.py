@@ -198,15 +198,30 @@ def draw_events(
 ) -> dict[str, np.ndarray]:
     """Expand per-cell counts into event rows: time of day, party, amount, completion and answer times.
     For a trend probe, which reads only the events' units and days, `detail` "draws" makes every draw the
-    full table makes (the stream moves on exactly as it would) but leaves out the party and UUID columns,
-    whose work no later draw needs unless a person's cap redraws parties; "keys" stops after the units,
+    full table makes (the stream moves on exactly as it would) but returns only the keys: the parties are
+    chosen only when a person's cap redraws them, the other columns are not worked out from their draws
+    (a log-normal draw takes the words of the normal draw it is the exp of); "keys" stops after the units,
     days and times, when nothing else draws from this stream."""
-    unit_idx, day, time = place_events(counts, contract, grid, rng)
+    return event_columns(contract, tables, rng, place_events(counts, contract, grid, rng), detail)
+
+
+def event_columns(
+    contract: Contract, tables: dict, rng: np.random.Generator, placed: tuple, detail: str = "full"
+) -> dict[str, np.ndarray]:
+    """`draw_events` from the events `place_events` placed: (units, days, times) and the stream after them."""
+    unit_idx, day, time = placed
     n = len(day)
+    keys = {"event_id": np.arange(1, n + 1, dtype=np.int64), "unit_id": unit_idx + 1, "day": day}
     if detail == "keys":
-        return {"event_id": np.arange(1, n + 1, dtype=np.int64), "unit_id": unit_idx + 1, "day": day}
+        return keys
     probe = detail == "draws"
     party = _parties_for(contract, tables["units"]["region"], day, tables["parties"], rng, not probe, unit_idx)
+    if probe:
+        for _ in range(3):  # the amounts', completions' and answers' normal draws
+            rng.standard_normal(n)
+        if contract.events.key_style == "uuid":
+            rng.integers(0, 2**63, size=(n, 2), dtype=np.int64)
+        return keys
     amount = contract.measures.amount
     sigma = np.sqrt(np.log1p((amount.sd / amount.mean) ** 2))
     values = rng.lognormal(np.log(amount.mean) - sigma**2 / 2, sigma, n)
@@ -214,8 +229,8 @@ def draw_events(
     completion = time + 3600 * shape.completion_hours * np.exp(COMPLETION_SPREAD * rng.standard_normal(n))
     answered = completion + 3600 * shape.feedback_delay_hours * np.exp(FEEDBACK_SPREAD * rng.standard_normal(n))
     out = {
-        "event_id": np.arange(1, n + 1, dtype=np.int64),
-        "unit_id": unit_idx + 1,
+        "event_id": keys["event_id"],
+        "unit_id": keys["unit_id"],
         **({"party_id": party} if party is not None else {}),
         "day": day,
         "time": time.astype(np.int64),
@@ -224,9 +239,7 @@ def draw_events(
         amount.name: np.round(np.clip(values, amount.min, amount.max), amount.decimals),
     }
     if shape.key_style == "uuid":
-        raw = rng.integers(0, 2**63, size=(n, 2), dtype=np.int64)
-        if not probe:
-            out["uuid"] = _uuids(raw)
+        out["uuid"] = _uuids(rng.integers(0, 2**63, size=(n, 2), dtype=np.int64))
     else:  # the event system's running number
         out["code"] = out["event_id"] + shape.key_offset
     return out
@@ -243,7 +256,9 @@ def place_events(
     unit_idx = np.repeat(np.repeat(np.arange(grid.units, dtype=np.int64), grid.periods), flat)
     day = np.repeat(np.tile(np.arange(grid.periods, dtype=np.int64), grid.units), flat)
     time = day * 86400 + _seconds_of_day(contract, day.size, rng)
-    order = _stable_order(time * grid.units + unit_idx, day.size)  # by time, then unit, then cell
+    # By time, then unit, then cell: the rows are in unit-major cell order, so a stable sort by time alone
+    # leaves ties in that order (a smaller key than time * units + unit, which a radix sort passes over fewer times).
+    order = _stable_order(time, day.size)
     unit_idx, day, time = unit_idx[order], day[order], time[order]
     grid.set_events(unit_idx, day)
     return unit_idx, day, time
@@ -459,13 +474,23 @@ def _over_cap_after(
 
 def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
     """The stable argsort of non-negative int64 keys (ties in row order), as np.lexsort((arange(n), key))
-    gives it. The row number is packed in the low bits below the key so that every value is distinct and a
-    plain sort, several times faster than a stable argsort, gives the same order, and masked back out (a
-    shift and a mask cost less than a multiplication and a remainder); keys too large to pack fall back."""
+    gives it. Many keys below 2**32 take two stable passes over 16-bit digits (numpy's radix sort),
+    low digit first: ~2x faster than one sort of 64-bit values. Otherwise the row number is packed in the
+    low bits below the key so that every value is distinct and a plain sort, several times faster than a
+    stable argsort, gives the same order, and masked back out (a shift and a mask cost less than a
+    multiplication and a remainder); keys too large to pack fall back."""
+    if n >= RADIX_MIN_ROWS and int(key.min()) >= 0 and int(key.max()) < 1 << (2 * RADIX_DIGIT_BITS):
+        digit = (1 << RADIX_DIGIT_BITS) - 1
+        low = np.argsort((key & digit).astype(np.uint16), kind="stable")
+        return low.take(np.argsort((key.take(low) >> RADIX_DIGIT_BITS).astype(np.uint16), kind="stable"))
     bits = int(n).bit_length()  # rows 0 .. n - 1 fit in this many bits
     if n == 0 or int(key.max()) >= 1 << (63 - bits):
         return np.argsort(key, kind="stable")
     return np.sort((key << bits) | np.arange(n, dtype=np.int64)) & ((1 << bits) - 1)
+
+
+RADIX_DIGIT_BITS = 16  # numpy's stable argsort of 16-bit integers is a counting (radix) sort
+RADIX_MIN_ROWS = 2048  # fewer rows: one packed sort is as fast (measured: equal at 1000 rows, 2.4x slower at 2000)
 
 
 GUIDE_BUCKETS_PER_MEMBER = 4  # a pool's search guide: a few sums a bucket at most, usually

@@ -127,15 +127,42 @@ def _answer_cdf(content_mean: np.ndarray, points: int) -> np.ndarray:
     """`_answer_cdf_plain`, computed once per distinct content mean when the values repeat (an event's level
     often comes from its unit-day's causes, so tens of thousands of rows share a few hundred levels). Each
     row's result depends on its own value only (the same interpolation, powers and running sum per row), so
-    spreading the distinct rows' results back gives the same bits."""
+    spreading the distinct rows' results back gives the same bits. The rows are grouped by a hash of their
+    bits (`_hash_buckets`), ~4x faster than np.unique's sort; a row that differs from its group's value
+    (a hash collision) gets its own result."""
     n = len(content_mean)
     if n < DISTINCT_MIN_ROWS or not np.isfinite(content_mean).all():
         return _answer_cdf_plain(content_mean, points)
     sample = content_mean[:: n // DISTINCT_SAMPLE]
-    if len(np.unique(sample)) > DISTINCT_MAX_SHARE * len(sample):  # mostly distinct: sorting would not pay
+    if len(np.unique(sample)) > DISTINCT_MAX_SHARE * len(sample):  # mostly distinct: grouping would not pay
         return _answer_cdf_plain(content_mean, points)
-    values, inverse = np.unique(content_mean, return_inverse=True)
-    return np.take(_answer_cdf_plain(values, points), inverse.reshape(-1), axis=0)
+    values = np.ascontiguousarray(content_mean, dtype=np.float64)
+    bucket, holder = _hash_buckets(values)
+    held = np.flatnonzero(holder >= 0)  # the buckets some row falls in, each with one of its rows
+    slot = np.zeros(len(holder), dtype=np.intp)
+    slot[held] = np.arange(len(held))
+    cdf = np.take(_answer_cdf_plain(values.take(holder.take(held)), points), slot.take(bucket), axis=0)
+    # A row whose value is not its bucket's holder's (another value hashed alike) is worked out on its own.
+    bits = values.view(np.uint64)
+    strangers = np.flatnonzero(bits.take(holder.take(bucket)) != bits)
+    if strangers.size:
+        cdf[strangers] = _answer_cdf_plain(values.take(strangers), points)
+    return cdf
+
+
+HASH_BUCKETS_PER_ROW = 2  # buckets for `_answer_cdf`'s grouping: distinct values rarely share one
+FIBONACCI_MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: multiplying spreads bits over the top ones
+
+
+def _hash_buckets(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's hash bucket (the top bits of its bit pattern times an odd constant) and, for every
+    bucket, one row that falls in it (-1: none). Equal bits share a bucket; unequal ones seldom do, and the
+    caller compares each row with its bucket's holder, so which row holds a bucket does not matter."""
+    bits = max(int(HASH_BUCKETS_PER_ROW * len(values)).bit_length(), 4)
+    bucket = ((values.view(np.uint64) * FIBONACCI_MIX) >> np.uint64(64 - bits)).astype(np.intp)
+    holder = np.full(1 << bits, -1, dtype=np.intp)
+    holder[bucket] = np.arange(len(values), dtype=np.intp)
+    return bucket, holder
 
 
 def nan_mean_sd(values: np.ndarray) -> tuple[float, float]:

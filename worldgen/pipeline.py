@@ -77,15 +77,17 @@ def plant_trend(draft: Contract, streams: Streams) -> tuple[int, canonical.Canon
     persona's way (`roots.trend_push`); X is redrawn until the focus does move that way (the last attempt is
     kept if none does). Many attempts still miss, so each is judged on a probe that draws only the focus and
     what it depends on, bit for bit as the full state would have them (`canonical.probe`); only the attempt
-    kept is drawn in full. The last attempt is kept whatever it does, so it needs no probe."""
+    kept is drawn in full, taking the steps its probe drew whole as they are. The last attempt is kept
+    whatever it does, so it needs no probe."""
     judged_at = phenomena.trend_layer(draft)
     for attempt in range(TREND_ATTEMPTS):
         last = attempt == TREND_ATTEMPTS - 1
+        focus = None
         if judged_at is not None and not last:
             focus = canonical.probe(draft, streams, attempt, judged_at, draft.persona.focus)
             if not phenomena.trend_holds(draft, focus):
                 continue
-        state = canonical.generate(draft, streams, attempt)
+        state = canonical.generate(draft, streams, attempt, probed=focus)  # takes the probe's whole steps
         if judged_at is not None or last or phenomena.trend_holds(draft, state):
             return attempt, state
     raise AssertionError("unreachable: the last attempt is always kept")
