@@ -263,7 +263,8 @@ ORDER_COLUMNS = {
     "key": lambda rng, n: pl.Series(rng.integers(-5, 5, n), dtype=pl.Int32),
     "wide": lambda rng, n: pl.Series(rng.integers(-(2**62), 2**62, n), dtype=pl.Int64),  # key too wide
     "edge": lambda rng, n: pl.Series(rng.choice([-(2**63), 2**63 - 1, 0], n), dtype=pl.Int64),
-    "small": lambda rng, n: pl.Series(rng.integers(0, 3, n), dtype=pl.UInt8),
+    "small": lambda rng, n: pl.Series(rng.integers(0, 3, n), dtype=pl.UInt8),  # ties
+    "unique": lambda rng, n: pl.Series(rng.permutation(n), dtype=pl.Int64),  # none
     "blank": lambda rng, n: pl.Series([None if v < 2 else int(v) for v in rng.integers(0, 9, n)], dtype=pl.Int64),
     "text": lambda rng, n: pl.Series([f"k{v}" for v in rng.integers(0, 4, n)]),
     "float": lambda rng, n: pl.Series(rng.integers(0, 4, n).astype(float)),
@@ -276,8 +277,9 @@ def test_rows_sorted_by_a_combined_key_are_the_stable_sort(seed, monkeypatch):
     orders it cannot key (text, floats, blanks, too wide, repeated or unknown names) go the plain way."""
     from auditors import checks
 
-    monkeypatch.setattr(checks, "KEYED_SORT_ROWS", 2)  # the key on small frames too
     rng = np.random.default_rng(seed)
+    monkeypatch.setattr(checks, "KEYED_SORT_ROWS", 2)  # the key on small frames too
+    monkeypatch.setattr(checks, "RUN_ROWS", [1, 64, 10**9][seed % 3])  # sorted as runs, or unstably first
     n = int(rng.integers(0, 40))
     view = pl.DataFrame({name: make(rng, n) for name, make in ORDER_COLUMNS.items()}).with_row_index("row")
     if seed % 7 == 0:
@@ -298,3 +300,64 @@ def test_rows_sorted_by_a_combined_key_on_a_large_frame():
     view = pl.DataFrame({"day": rng.integers(0, 300, n), "unit": rng.integers(1000, 1090, n), "row": range(n)})
     for order in (["day", "unit"], ["unit", "day"], ["day"]):
         assert sorted_rows(view, order).equals(view.sort(order, maintain_order=True))
+
+
+def _plain_table_view(d, contract, tables):
+    """_table_view as it was before it filtered only the columns it reads."""
+    from auditors.checks import BASE_TABLE, _replace, _shown, _shown_on_own_rows
+    from contracts.keys import shown
+
+    base = BASE_TABLE[d.grain]
+    frame = tables[base]
+    if d.grain == "panel":
+        frame = frame.filter(pl.col("open") == 1)
+    if d.grain == "event_detail":
+        surveys = {v.name for v in contract.variables if v.observe == "scale"}
+        answered = [f"responded_{c.source.split('.', 1)[1]}" for c in d.columns if c.source.split(".", 1)[1] in surveys]
+        if answered:
+            frame = frame.filter(pl.any_horizontal([pl.col(a) == 1 for a in answered]))
+    exprs = []
+    for c in d.columns:
+        table, column = c.source.split(".", 1)
+        if shown(d, c) is not None:
+            own = _shown_on_own_rows(d, c, tables)
+            exprs.append(own if own is not None else _shown(d, c, tables, pl.col(column)).alias(c.name))
+            continue
+        if table == "units" and base != "units":
+            units = tables["units"]
+            exprs.append(_replace(pl.col("unit_id"), units["unit_id"], units[column]).alias(c.name))
+            continue
+        expr = pl.col(column)
+        if c.decimals is not None and frame.schema[column].is_float():
+            expr = expr.round(c.decimals).fill_nan(None)
+        exprs.append(expr.alias(c.name))
+    return frame.select(exprs)
+
+
+def test_reported_rows_of_the_columns_read_are_those_of_the_whole_table(world_dirs):
+    """A daily or survey file's view filters only the columns it reads: the view of the whole table
+    filtered, and with any column it reads missing (or the filter's own), the same error."""
+    from auditors.checks import BASE_TABLE, _kept_rows, _table_view, _view_columns
+    from auditors.worldio import load_world
+
+    seen = 0
+    for path in world_dirs[:4]:
+        world = load_world(path)
+        tables, contract = world.canonical, world.contract
+        for d in (d for d in contract.deliverables if d.grain in ("panel", "event_detail")):
+            keep = _kept_rows(d, contract)
+            if keep is None:
+                continue
+            seen += 1
+            base = BASE_TABLE[d.grain]
+            assert _table_view(d, contract, tables).equals(_plain_table_view(d, contract, tables))
+            read = {n for e in [*_view_columns(d, tables), keep] for n in e.meta.root_names()}
+            filtered_by = keep.meta.root_names()[0]
+            for gone in [*([c] for c in sorted(read)), *([c, filtered_by] for c in sorted(read - {filtered_by}))]:
+                broken = {**tables, base: tables[base].drop(gone)}
+                if "unit_id" in gone:
+                    broken["units"] = tables["units"].drop("unit_id")
+                want = outcome(lambda b=broken, d=d, c=contract: _plain_table_view(d, c, b).to_dict(as_series=False))
+                got = outcome(lambda b=broken, d=d, c=contract: _table_view(d, c, b).to_dict(as_series=False))
+                assert got == want
+    assert seen
