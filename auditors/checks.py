@@ -174,9 +174,7 @@ def check_invariants(world: World) -> CheckResult:
                     (inv.min is None or low >= inv.min - 1e-9) and (inv.max is None or high <= inv.max + 1e-9)
                 )
             case "conservation":
-                counts = tables["events"].group_by(["unit_id", "day"]).len()
-                joined = df.join(counts, on=["unit_id", "day"], how="left").with_columns(pl.col("len").fill_null(0))
-                ok = bool((joined[inv.column] == joined["len"]).all())
+                ok = _conserved(df, tables, inv.column)
             case _:
                 ok = False
         if not ok:
@@ -184,6 +182,43 @@ def check_invariants(world: World) -> CheckResult:
     if failed:
         return _bad("invariants", f"{len(failed)} invariant(s) violated in X: {', '.join(failed[:5])}", failed)
     return _ok("invariants", f"all {len(contract.invariants)} invariants hold in X")
+
+
+def _conserved_plain(df: pl.DataFrame, tables: dict[str, pl.DataFrame], column: str) -> bool:
+    """Each row's `column` is the number of events on its unit and day (0 for none)."""
+    counts = tables["events"].group_by(["unit_id", "day"]).len()
+    joined = df.join(counts, on=["unit_id", "day"], how="left").with_columns(pl.col("len").fill_null(0))
+    return bool((joined[column] == joined["len"]).all())
+
+
+CELL_KEYS = ("unit_id", "day")
+MAX_CELLS_PER_ROW = 8  # a count table larger than this many cells per row is left to the join
+
+
+def _conserved(df: pl.DataFrame, tables: dict[str, pl.DataFrame], column: str) -> bool:
+    """`_conserved_plain`, with the events counted per unit-day cell by a bincount of the cells' positions
+    in the rows' box of units by days, instead of a group-by and a join. Only for integer keys and counts
+    without blanks (a blank key matches nothing in the join), a box of at most MAX_CELLS_PER_ROW cells per
+    row, and a table without a column 'len' (the join would rename it); any other case the plain way."""
+    events = tables.get("events")
+    if events is None or "len" in df.columns or not {column, *CELL_KEYS} <= set(df.columns):
+        return _conserved_plain(df, tables, column)
+    if not set(CELL_KEYS) <= set(events.columns):
+        return _conserved_plain(df, tables, column)
+    keys = [df[k] for k in CELL_KEYS] + [events[k] for k in CELL_KEYS]
+    if df.is_empty() or not all(s.dtype in INTEGER_ORDER and not s.null_count() for s in [*keys, df[column]]):
+        return _conserved_plain(df, tables, column)
+    if keys[0].dtype != keys[2].dtype or keys[1].dtype != keys[3].dtype:  # keys of one type, as the generator's
+        return _conserved_plain(df, tables, column)
+    lows = [int(keys[0].min()), int(keys[1].min())]  # type: ignore[arg-type]
+    spans = [int(keys[0].max()) - lows[0] + 1, int(keys[1].max()) - lows[1] + 1]  # type: ignore[arg-type]
+    if spans[0] * spans[1] > MAX_CELLS_PER_ROW * (df.height + events.height):
+        return _conserved_plain(df, tables, column)
+    unit, day = (k.to_numpy().astype(np.int64) - low for k, low in zip(keys[2:], lows, strict=True))
+    inside = (unit >= 0) & (unit < spans[0]) & (day >= 0) & (day < spans[1])  # events outside match no row
+    counts = np.bincount(unit[inside] * spans[1] + day[inside], minlength=spans[0] * spans[1])
+    unit, day = (k.to_numpy().astype(np.int64) - low for k, low in zip(keys[:2], lows, strict=True))
+    return bool((counts[unit * spans[1] + day] == df[column].to_numpy().astype(np.int64)).all())
 
 
 def _range(column: str, tag: str = "") -> list[pl.Expr]:
