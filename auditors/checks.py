@@ -174,9 +174,7 @@ def check_invariants(world: World) -> CheckResult:
                     (inv.min is None or low >= inv.min - 1e-9) and (inv.max is None or high <= inv.max + 1e-9)
                 )
             case "conservation":
-                counts = tables["events"].group_by(["unit_id", "day"]).len()
-                joined = df.join(counts, on=["unit_id", "day"], how="left").with_columns(pl.col("len").fill_null(0))
-                ok = bool((joined[inv.column] == joined["len"]).all())
+                ok = _conserved(df, tables, inv.column)
             case _:
                 ok = False
         if not ok:
@@ -184,6 +182,43 @@ def check_invariants(world: World) -> CheckResult:
     if failed:
         return _bad("invariants", f"{len(failed)} invariant(s) violated in X: {', '.join(failed[:5])}", failed)
     return _ok("invariants", f"all {len(contract.invariants)} invariants hold in X")
+
+
+def _conserved_plain(df: pl.DataFrame, tables: dict[str, pl.DataFrame], column: str) -> bool:
+    """Each row's `column` is the number of events on its unit and day (0 for none)."""
+    counts = tables["events"].group_by(["unit_id", "day"]).len()
+    joined = df.join(counts, on=["unit_id", "day"], how="left").with_columns(pl.col("len").fill_null(0))
+    return bool((joined[column] == joined["len"]).all())
+
+
+CELL_KEYS = ("unit_id", "day")
+MAX_CELLS_PER_ROW = 8  # a count table larger than this many cells per row is left to the join
+
+
+def _conserved(df: pl.DataFrame, tables: dict[str, pl.DataFrame], column: str) -> bool:
+    """`_conserved_plain`, with the events counted per unit-day cell by a bincount of the cells' positions
+    in the rows' box of units by days, instead of a group-by and a join. Only for integer keys and counts
+    without blanks (a blank key matches nothing in the join), a box of at most MAX_CELLS_PER_ROW cells per
+    row, and a table without a column 'len' (the join would rename it); any other case the plain way."""
+    events = tables.get("events")
+    if events is None or "len" in df.columns or not {column, *CELL_KEYS} <= set(df.columns):
+        return _conserved_plain(df, tables, column)
+    if not set(CELL_KEYS) <= set(events.columns):
+        return _conserved_plain(df, tables, column)
+    keys = [df[k] for k in CELL_KEYS] + [events[k] for k in CELL_KEYS]
+    if df.is_empty() or not all(s.dtype in INTEGER_ORDER and not s.null_count() for s in [*keys, df[column]]):
+        return _conserved_plain(df, tables, column)
+    if keys[0].dtype != keys[2].dtype or keys[1].dtype != keys[3].dtype:  # keys of one type, as the generator's
+        return _conserved_plain(df, tables, column)
+    lows = [int(keys[0].min()), int(keys[1].min())]  # type: ignore[arg-type]
+    spans = [int(keys[0].max()) - lows[0] + 1, int(keys[1].max()) - lows[1] + 1]  # type: ignore[arg-type]
+    if spans[0] * spans[1] > MAX_CELLS_PER_ROW * (df.height + events.height):
+        return _conserved_plain(df, tables, column)
+    unit, day = (k.to_numpy().astype(np.int64) - low for k, low in zip(keys[2:], lows, strict=True))
+    inside = (unit >= 0) & (unit < spans[0]) & (day >= 0) & (day < spans[1])  # events outside match no row
+    counts = np.bincount(unit[inside] * spans[1] + day[inside], minlength=spans[0] * spans[1])
+    unit, day = (k.to_numpy().astype(np.int64) - low for k, low in zip(keys[:2], lows, strict=True))
+    return bool((counts[unit * spans[1] + day] == df[column].to_numpy().astype(np.int64)).all())
 
 
 def _range(column: str, tag: str = "") -> list[pl.Expr]:
@@ -229,7 +264,47 @@ def clean_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFram
     """The auditor's own projection of X for one deliverable (keys as shown, integer days and seconds), its
     rows (open unit-days, answered surveys) sorted by the recorded `order` columns."""
     view = _schedule_view(d, contract, tables) if d.grain == "schedule" else _table_view(d, contract, tables)
-    return view.sort(order, maintain_order=True) if order else view
+    return sorted_rows(view, order) if order else view
+
+
+INTEGER_ORDER = {pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32}  # all fit an int64
+MAX_KEY = 2**63 - 1  # the combined key of integer order columns must fit an int64
+KEYED_SORT_ROWS = 4096  # below this the plain sort costs less than finding the key's ranges (measured)
+RUN_ROWS = 64  # keys whose sorted runs are longer than this on average are sorted as runs (measured)
+
+
+def sorted_rows(view: pl.DataFrame, order) -> pl.DataFrame:
+    """view.sort(order, maintain_order=True). Where the order columns are integers without blanks (days,
+    seconds, numeric keys), their values are combined into one int64 key (mixed radix: the first column
+    weighs most), whose stable argsort is the same row order in one pass instead of a comparison of rows
+    column by column (a key in no order is sorted the faster unstable way, and kept only if it has no ties,
+    which leave just one order); any other case (text, blanks, key too wide, names that are not columns)
+    the plain sort, which also raises what it raises."""
+    names = order if isinstance(order, list) else []
+    if not names or view.height < KEYED_SORT_ROWS or len(set(map(str, names))) != len(names):
+        return view.sort(order, maintain_order=True)
+    if not all(isinstance(c, str) and c in view.columns and view.schema[c] in INTEGER_ORDER for c in names):
+        return view.sort(order, maintain_order=True)
+    columns = [view[c] for c in names]
+    if any(c.null_count() for c in columns):
+        return view.sort(order, maintain_order=True)
+    lows = [int(c.min()) for c in columns]  # type: ignore[arg-type]
+    spans = [int(c.max()) - low + 1 for c, low in zip(columns, lows, strict=True)]  # type: ignore[arg-type]
+    if np.prod(np.array(spans, dtype=object)) > MAX_KEY:
+        return view.sort(order, maintain_order=True)
+    key = np.zeros(view.height, dtype=np.int64)
+    for column, low, span in zip(columns, lows, spans, strict=True):  # below MAX_KEY at every step: no wrap
+        key = key * span + (column.to_numpy().astype(np.int64) - low)
+    descents = int(np.count_nonzero(key[1:] < key[:-1]))
+    if descents == 0:
+        return view  # already in order (an events file by its time and key): the stable sort keeps every row
+    if descents * RUN_ROWS < len(key):  # long sorted runs (a daily file by day, written unit by unit)
+        return view[np.argsort(key, kind="stable")]  # the stable sort merges runs: faster than any other here
+    rows = np.argsort(key)  # not stable, but 2-5x faster than the stable sort on keys in no order (measured)
+    ordered = key[rows]
+    if not (ordered[1:] > ordered[:-1]).all():  # ties (rows whose order keys repeat): their order matters
+        rows = np.argsort(key, kind="stable")
+    return view[rows]  # no ties: the only order that sorts the key, so the stable sort's
 
 
 def _shown(d: Deliverable, c, tables: dict[str, pl.DataFrame], ids: pl.Expr) -> pl.Expr:
@@ -277,8 +352,17 @@ def _increasing(keys: pl.Series) -> bool:
 
 
 def _table_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    keep = _kept_rows(d, contract)
+    if keep is not None and not set(keep.meta.root_names()) <= set(tables[BASE_TABLE[d.grain]].columns):
+        tables[BASE_TABLE[d.grain]].filter(keep)  # raises first, as the whole table's filter always did
+    exprs = _view_columns(d, tables)
+    return _reported_rows(d, contract, tables, exprs).select(exprs)
+
+
+def _view_columns(d: Deliverable, tables: dict[str, pl.DataFrame]) -> list[pl.Expr]:
+    """The file's columns as expressions on its base table's rows."""
     base = BASE_TABLE[d.grain]
-    frame = _reported_rows(d, contract, tables)
+    schema = tables[base].schema  # the reported rows' too: a filter keeps the columns
     exprs = []
     for c in d.columns:
         table, column = c.source.split(".", 1)
@@ -291,24 +375,39 @@ def _table_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFra
             exprs.append(_replace(pl.col("unit_id"), units["unit_id"], units[column]).alias(c.name))
             continue
         expr = pl.col(column)
-        if c.decimals is not None and frame.schema[column].is_float():
+        if c.decimals is not None and schema[column].is_float():
             expr = expr.round(c.decimals).fill_nan(None)
         exprs.append(expr.alias(c.name))
-    return frame.select(exprs)
+    return exprs
 
 
-def _reported_rows(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+def _reported_rows(
+    d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame], exprs: list[pl.Expr]
+) -> pl.DataFrame:
     """The base table's rows a file reports: open unit-days for a daily file, answered surveys for a
-    survey file, every row otherwise."""
+    survey file, every row otherwise; of a filtered table only the columns `exprs` and the filter read
+    are filtered (a daily file shows a few of the panel's many columns), when all of them are there (else
+    the whole table, so that a missing column raises as it did)."""
     frame = tables[BASE_TABLE[d.grain]]
+    keep = _kept_rows(d, contract)
+    if keep is None:
+        return frame
+    read = {name for e in [*exprs, keep] for name in e.meta.root_names()}
+    if read <= set(frame.columns):
+        frame = frame.select([name for name in frame.columns if name in read])
+    return frame.filter(keep)
+
+
+def _kept_rows(d: Deliverable, contract: Contract) -> pl.Expr | None:
+    """Which base-table rows a file reports, None for all of them."""
     if d.grain == "panel":
-        return frame.filter(pl.col("open") == 1)
+        return pl.col("open") == 1
     if d.grain == "event_detail":
         surveys = {v.name for v in contract.variables if v.observe == "scale"}
         answered = [f"responded_{c.source.split('.', 1)[1]}" for c in d.columns if c.source.split(".", 1)[1] in surveys]
         if answered:
-            return frame.filter(pl.any_horizontal([pl.col(a) == 1 for a in answered]))
-    return frame
+            return pl.any_horizontal([pl.col(a) == 1 for a in answered])
+    return None
 
 
 def _schedule_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
@@ -399,18 +498,22 @@ def _rows_plain(ranges: list[list[int]]) -> np.ndarray:
 
 
 def _variants_restored(column: pl.Series, changes: list) -> pl.Series | None:
-    """A text column with its recorded key variants replaced by their originals in one pass; None unless the
-    column and the record are all text (then `undo` maps each value itself)."""
+    """A text column with its recorded key variants replaced by their originals; None unless the column and
+    the record are all text (then `undo` maps each value itself). Only the rows showing a variant (a few of
+    a file's keys) are looked at and replaced: a replace over every row costs twice the search for them."""
     back = {variant: original for original, variant, _how in changes}
     if column.dtype != pl.String or column.null_count() == column.len() or not back:
         return None
     if not all(isinstance(x, str) for pair in back.items() for x in pair):
         return None
-    present = set(column.unique().to_list())
-    missing = [v for v in back if v not in present]
+    variants = list(back)
+    rows = column.is_in(pl.Series(variants, dtype=pl.String).implode()).arg_true()  # blank rows show none
+    shown = column.gather(rows)
+    present = set(shown.unique().to_list())
+    missing = [v for v in variants if v not in present]
     if missing:
         raise ValueError(f"{column.name} should show the recorded variant {missing[0]!r}, which it never does")
-    return column.replace(list(back), list(back.values()))
+    return column.clone().scatter(rows, shown.replace(variants, list(back.values())))  # the frame's stays
 
 
 def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
@@ -478,13 +581,13 @@ def frames_match(observed: pl.DataFrame, expected: pl.DataFrame) -> str | None:
         return f"{observed.height} rows, expected {expected.height}"
     for name in expected.columns:
         a, b = observed[name], expected[name]
+        if a.dtype == b.dtype and (a.dtype.is_numeric() or a.dtype == pl.String) and a.equals(b):
+            continue  # the same values of one type (equal, or both blank, or both NaN): every row matches
         if b.dtype.is_numeric() and a.dtype.is_numeric():
             x, y = a.cast(pl.Float64).to_numpy(), b.cast(pl.Float64).to_numpy()
             same = (x == y) | (np.isnan(x) & np.isnan(y))  # equal values are close: the test only where not
             if not same.all():
                 same = np.isclose(x, y, rtol=1e-6, atol=1e-9, equal_nan=True)
-        elif a.dtype == pl.String and b.dtype == pl.String and a.equals(b):
-            continue  # the same texts, blank in the same rows: every row matches
         else:
             same = (a.cast(pl.String).fill_null("\0") == b.cast(pl.String).fill_null("\0")).to_numpy()
         if not same.all():

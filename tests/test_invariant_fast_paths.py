@@ -69,3 +69,44 @@ def test_keys_whose_differences_wrap_around_are_not_seen_increasing(dtype):
 def test_a_key_naming_one_column_twice_goes_the_plain_way():
     """The plain test cannot select a column twice (and fails the check); the fast one must not pass it."""
     assert not _strictly_increasing(pl.DataFrame({"k": [1, 2, 3]}), ["k", "k"])
+
+
+def _cell_column(rng, n, dtype, blanks=False):
+    values = [int(v) for v in rng.integers(-2, 4, n)]
+    return pl.Series([None if blanks and rng.random() < 0.2 else v for v in values], dtype=dtype)
+
+
+@pytest.mark.parametrize("seed", range(400))
+def test_events_counted_by_cell_are_the_joined_counts(seed):
+    """_conserved is the group-by and join on random unit-day tables: counts right or off by one, events
+    outside every row's cell, repeated rows, blanks, keys of two types, counts that are not integers, a
+    column named 'len', missing columns, a box too large for the bincount."""
+    from auditors.checks import _conserved, _conserved_plain
+
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(0, 12)), int(rng.integers(0, 30))
+    kind = seed % 10
+    key_type = pl.Int32 if kind == 1 else pl.Int64
+    panel = pl.DataFrame({"unit_id": _cell_column(rng, n, pl.Int64, kind == 2), "day": _cell_column(rng, n, pl.Int64)})
+    events = pl.DataFrame(
+        {"unit_id": _cell_column(rng, m, key_type, kind == 3), "day": _cell_column(rng, m, pl.Int64, kind == 4)}
+    )
+    if kind == 5:
+        events = events.with_columns(pl.col("day") * 10**9)  # a box far larger than the rows
+    truth = panel.join(events.group_by(["unit_id", "day"]).len(), on=["unit_id", "day"], how="left")["len"]
+    counts = truth.fill_null(0).cast(pl.Int64) + (rng.random(n) < 0.1).astype(np.int64)  # sometimes wrong
+    panel = panel.with_columns(n_events=counts.cast(pl.Float64) if kind == 6 else counts)
+    if kind == 7:
+        panel = panel.with_columns(len=pl.col("n_events"))
+    column = "missing" if kind == 8 else "n_events"
+    tables = {"panel": panel, "events": events}
+    assert outcome(lambda: _conserved(panel, tables, column)) == outcome(
+        lambda: _conserved_plain(panel, tables, column)
+    )
+
+
+def outcome(fn):
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001
+        return type(exc).__name__, str(exc)

@@ -82,6 +82,29 @@ def test_frames_match_keeps_the_tolerance_and_the_blank_text():
     assert frames_match(x, x.with_columns(pl.Series("t", ["a", "", "b", "c"]))) is not None
 
 
+SAME_TYPE_VALUES = {
+    pl.Float64: [0.0, -0.0, 1.0, 1.0 + 1e-12, np.nan, None, np.inf],
+    pl.Float32: [0.0, -0.0, 1.5, np.nan, None],
+    pl.Int64: [0, 1, -1, 2**53, 2**53 + 1, None],  # 2**53 + 1 is 2**53 as a float, as the plain code compares
+    pl.String: ["a", "", "\0", None],
+}
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_frames_of_one_type_per_column_match_as_the_plain_comparison(seed):
+    """Columns of the same type on both sides (the generator's case, compared by equality first)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 8))
+    observed, expected = {}, {}
+    for k, dtype in enumerate(list(SAME_TYPE_VALUES)[: int(rng.integers(1, 5))]):
+        values = SAME_TYPE_VALUES[dtype]
+        a = [values[i] for i in rng.integers(0, len(values), n)]
+        b = [values[i] if rng.random() < 0.15 else v for v, i in zip(a, rng.integers(0, len(values), n), strict=True)]
+        observed[f"c{k}"], expected[f"c{k}"] = pl.Series(a, dtype=dtype), pl.Series(b, dtype=dtype)
+    a_frame, b_frame = pl.DataFrame(observed), pl.DataFrame(expected)
+    assert frames_match(a_frame, b_frame) == _plain_frames_match(a_frame, b_frame)
+
+
 def _plain_rows(rng: np.random.Generator, n: int):
     picks = [
         rng.integers(0, max(n, 1), rng.integers(0, 6)).tolist(),  # in range, maybe repeated, maybe empty
@@ -208,3 +231,133 @@ def test_rows_of_ranges_too_large_to_sum_are_refused_as_the_plain_way_refuses(ra
         _rows_plain(ranges)
     with pytest.raises(plain.type):
         _rows(ranges)
+
+
+KEY_TEXTS = ["A-1", "a1", "a 1", "B-2", "b2", "é", "", "x", None]
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_undone_key_variants_are_the_value_by_value_mapping(seed):
+    """Only the rows showing a variant are replaced: the column equals each value mapped by itself (a
+    swap, a variant that is another key's original, blanks, a variant never shown), the frame untouched."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30))
+    frame = pl.DataFrame({"k": [KEY_TEXTS[i] for i in rng.integers(0, len(KEY_TEXTS), n)], "n": range(n)})
+    texts = [t for t in KEY_TEXTS if t is not None]
+    pairs = rng.integers(0, len(texts), (rng.integers(1, 5), 2))
+    changes = [[texts[a], texts[b], "how"] for a, b in pairs]
+    before = frame.clone()
+    got = outcome(lambda: undo(frame, [{"kind": "id_variants", "column": "k", "changes": changes}])["k"].to_list())
+    back = {variant: original for original, variant, _ in changes}
+    listed = frame["k"].to_list()
+    never = [v for v in back if v not in set(listed)]
+    if never:
+        assert got == ("ValueError", f"k should show the recorded variant {never[0]!r}, which it never does")
+    else:
+        assert got == [back.get(v, v) for v in listed]
+    assert frame.equals(before)
+
+
+ORDER_COLUMNS = {
+    "day": lambda rng, n: pl.Series(rng.integers(0, 400, n), dtype=pl.Int64),
+    "key": lambda rng, n: pl.Series(rng.integers(-5, 5, n), dtype=pl.Int32),
+    "wide": lambda rng, n: pl.Series(rng.integers(-(2**62), 2**62, n), dtype=pl.Int64),  # key too wide
+    "edge": lambda rng, n: pl.Series(rng.choice([-(2**63), 2**63 - 1, 0], n), dtype=pl.Int64),
+    "small": lambda rng, n: pl.Series(rng.integers(0, 3, n), dtype=pl.UInt8),  # ties
+    "unique": lambda rng, n: pl.Series(rng.permutation(n), dtype=pl.Int64),  # none
+    "blank": lambda rng, n: pl.Series([None if v < 2 else int(v) for v in rng.integers(0, 9, n)], dtype=pl.Int64),
+    "text": lambda rng, n: pl.Series([f"k{v}" for v in rng.integers(0, 4, n)]),
+    "float": lambda rng, n: pl.Series(rng.integers(0, 4, n).astype(float)),
+}
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_rows_sorted_by_a_combined_key_are_the_stable_sort(seed, monkeypatch):
+    """sorted_rows is the stable multi-column sort: ties keep their order (the row number shows it), and
+    orders it cannot key (text, floats, blanks, too wide, repeated or unknown names) go the plain way."""
+    from auditors import checks
+
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(checks, "KEYED_SORT_ROWS", 2)  # the key on small frames too
+    monkeypatch.setattr(checks, "RUN_ROWS", [1, 64, 10**9][seed % 3])  # sorted as runs, or unstably first
+    n = int(rng.integers(0, 40))
+    view = pl.DataFrame({name: make(rng, n) for name, make in ORDER_COLUMNS.items()}).with_row_index("row")
+    if seed % 7 == 0:
+        view = view.sort(["day", "key"])  # already in order
+    names = list(ORDER_COLUMNS)
+    order = [names[i] for i in rng.choice(len(names), int(rng.integers(1, 4)), replace=False)]
+    if seed % 11 == 0:
+        order = [order[0], "missing"] if seed % 2 else order[:1] * 2
+    plain = outcome(lambda: view.sort(order, maintain_order=True).to_dict(as_series=False))
+    assert outcome(lambda: checks.sorted_rows(view, order).to_dict(as_series=False)) == plain
+
+
+def test_rows_sorted_by_a_combined_key_on_a_large_frame():
+    from auditors.checks import KEYED_SORT_ROWS, sorted_rows
+
+    rng = np.random.default_rng(0)
+    n = KEYED_SORT_ROWS * 3
+    view = pl.DataFrame({"day": rng.integers(0, 300, n), "unit": rng.integers(1000, 1090, n), "row": range(n)})
+    for order in (["day", "unit"], ["unit", "day"], ["day"]):
+        assert sorted_rows(view, order).equals(view.sort(order, maintain_order=True))
+
+
+def _plain_table_view(d, contract, tables):
+    """_table_view as it was before it filtered only the columns it reads."""
+    from auditors.checks import BASE_TABLE, _replace, _shown, _shown_on_own_rows
+    from contracts.keys import shown
+
+    base = BASE_TABLE[d.grain]
+    frame = tables[base]
+    if d.grain == "panel":
+        frame = frame.filter(pl.col("open") == 1)
+    if d.grain == "event_detail":
+        surveys = {v.name for v in contract.variables if v.observe == "scale"}
+        answered = [f"responded_{c.source.split('.', 1)[1]}" for c in d.columns if c.source.split(".", 1)[1] in surveys]
+        if answered:
+            frame = frame.filter(pl.any_horizontal([pl.col(a) == 1 for a in answered]))
+    exprs = []
+    for c in d.columns:
+        table, column = c.source.split(".", 1)
+        if shown(d, c) is not None:
+            own = _shown_on_own_rows(d, c, tables)
+            exprs.append(own if own is not None else _shown(d, c, tables, pl.col(column)).alias(c.name))
+            continue
+        if table == "units" and base != "units":
+            units = tables["units"]
+            exprs.append(_replace(pl.col("unit_id"), units["unit_id"], units[column]).alias(c.name))
+            continue
+        expr = pl.col(column)
+        if c.decimals is not None and frame.schema[column].is_float():
+            expr = expr.round(c.decimals).fill_nan(None)
+        exprs.append(expr.alias(c.name))
+    return frame.select(exprs)
+
+
+def test_reported_rows_of_the_columns_read_are_those_of_the_whole_table(world_dirs):
+    """A daily or survey file's view filters only the columns it reads: the view of the whole table
+    filtered, and with any column it reads missing (or the filter's own), the same error."""
+    from auditors.checks import BASE_TABLE, _kept_rows, _table_view, _view_columns
+    from auditors.worldio import load_world
+
+    seen = 0
+    for path in world_dirs[:4]:
+        world = load_world(path)
+        tables, contract = world.canonical, world.contract
+        for d in (d for d in contract.deliverables if d.grain in ("panel", "event_detail")):
+            keep = _kept_rows(d, contract)
+            if keep is None:
+                continue
+            seen += 1
+            base = BASE_TABLE[d.grain]
+            assert _table_view(d, contract, tables).equals(_plain_table_view(d, contract, tables))
+            read = {n for e in [*_view_columns(d, tables), keep] for n in e.meta.root_names()}
+            filtered_by = keep.meta.root_names()[0]
+            for gone in [*([c] for c in sorted(read)), *([c, filtered_by] for c in sorted(read - {filtered_by}))]:
+                broken = {**tables, base: tables[base].drop(gone)}
+                if "unit_id" in gone:
+                    broken["units"] = tables["units"].drop("unit_id")
+                want = outcome(lambda b=broken, d=d, c=contract: _plain_table_view(d, c, b).to_dict(as_series=False))
+                got = outcome(lambda b=broken, d=d, c=contract: _table_view(d, c, b).to_dict(as_series=False))
+                assert got == want
+    assert seen
