@@ -285,12 +285,14 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
         for column in [amount] + [v for v in event_vars if v in events.columns]:
             events = repair_unit_drift(events, column, units_of[column], daily)
     for _, detail in by_grain.get("event_detail", []):
-        detail = detail.drop("time", strict=False)
+        detail, event_rows = detail.drop("time", strict=False), None
         if clean:
             detail = first_per_event(detail)
             for column in [c for c in detail.columns if c in event_vars]:
-                detail = repair_unit_drift(_dated(detail, events), column, units_of[column]).drop("day")
-        events = _with_detail(events, detail)
+                dated, event_rows = _dated_rows(detail, events)
+                detail = repair_unit_drift(dated, column, units_of[column]).drop("day")  # the same rows, in order
+        # The events' ids are distinct here when cleaning (first_per_event): each detail row's event is its match.
+        events = _with_detail(events, detail, event_rows)
     return events.select("event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns])
 
 
@@ -319,22 +321,50 @@ def first_per_event(frame: pl.DataFrame) -> pl.DataFrame:
 def _dated(detail: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """detail.join(events.select("event_id", "day"), on="event_id"): the detail rows of known events, in their
     order, with the event's day (read by position where the events' ids are distinct 64-bit integers)."""
+    return _dated_rows(detail, events)[0]
+
+
+def _dated_rows(detail: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray | None]:
+    """`_dated`, and each of its rows' event (its row in `events`; None if the join's columns would clash).
+    Where the join runs (text ids), it carries the events' row numbers along: a join pairs rows by their keys
+    alone, so one more column on the right leaves its pairs and their order as they were."""
     at = row_of(detail["event_id"], events["event_id"]) if "day" not in detail.columns else None
     if at is None:
-        return detail.join(events.select("event_id", "day"), on="event_id")
+        if EVENT_ROW in detail.columns:
+            return detail.join(events.select("event_id", "day"), on="event_id"), None
+        joined = detail.join(events.select("event_id", "day").with_row_index(EVENT_ROW), on="event_id")
+        return joined.drop(EVENT_ROW), joined[EVENT_ROW].to_numpy().astype(np.int64)
     known = at >= 0
-    return detail.filter(pl.Series(known)).with_columns(events["day"].gather(at[known]))
+    return detail.filter(pl.Series(known)).with_columns(events["day"].gather(at[known])), at[known]
 
 
-def _with_detail(events: pl.DataFrame, detail: pl.DataFrame) -> pl.DataFrame:
+EVENT_ROW = "__event_row"  # the events' row numbers carried through `_dated_rows`' join
+
+
+def _with_detail(events: pl.DataFrame, detail: pl.DataFrame, event_rows: np.ndarray | None = None) -> pl.DataFrame:
     """events.join(detail, on="event_id", how="left"): each event's detail row gathered by position (null where
-    it has none) where the detail's ids are distinct 64-bit integers and no column would be suffixed."""
+    it has none) where the detail's ids are distinct 64-bit integers and no column would be suffixed.
+
+    `event_rows` (from `_dated_rows`), if given, is each detail row's event, and the events' ids are distinct:
+    an event's matches are then the detail rows naming its row, and with no row named twice, the join's rows
+    are the events' own (no id needs comparing again)."""
     names = [c for c in detail.columns if c != "event_id"]
-    at = row_of(events["event_id"], detail["event_id"]) if not any(c in events.columns for c in names) else None
+    if any(c in events.columns for c in names):
+        return events.join(detail, on="event_id", how="left")
+    at = _rows_named(event_rows, events.height) if event_rows is not None else None
+    if at is None:
+        at = row_of(events["event_id"], detail["event_id"])
     if at is None:
         return events.join(detail, on="event_id", how="left")
     rows = pl.Series(at).set(pl.Series(at < 0), None)
     return events.hstack([detail[c].gather(rows) for c in names])
+
+
+def _rows_named(event_rows: np.ndarray, height: int) -> np.ndarray | None:
+    """Each event's detail row (-1 where none names it), None if a row is named twice (the join repeats it)."""
+    at = np.full(height, -1, dtype=np.int64)
+    at[event_rows] = np.arange(len(event_rows))
+    return at if np.count_nonzero(at >= 0) == len(event_rows) else None
 
 
 def row_of(keys: pl.Series, ids: pl.Series) -> np.ndarray | None:
@@ -612,7 +642,38 @@ def plausible_factors(unit: str) -> tuple[float, ...]:
 
 def is_daily_panel(frame: pl.DataFrame) -> bool:
     """Whether a frame is (nearly) one row per unit and day: a daily report of many units."""
-    return "unit_id" in frame.columns and frame.select("unit_id", "day").is_duplicated().mean() < 0.05
+    if "unit_id" not in frame.columns:
+        return False
+    repeated = _rows_repeating_keys(frame)
+    if repeated is None:
+        return frame.select("unit_id", "day").is_duplicated().mean() < DAILY_REPEATS
+    return repeated / frame.height < DAILY_REPEATS  # the mean of `is_duplicated`: the same count over the same n
+
+
+DAILY_REPEATS = 0.05  # a daily panel has fewer than 5% of its rows on a unit-day another row also has
+
+
+def _rows_repeating_keys(frame: pl.DataFrame) -> int | None:
+    """How many rows share their (unit_id, day) with another row (`is_duplicated().sum()`), counted in a table
+    of (unit, day) cells (units numbered in a table of their span), for Int64 keys without nulls in short spans
+    (fewer than DENSE_KEY_SPAN units and cells); else None."""
+    if frame.height == 0 or frame.schema.get("day") != pl.Int64 or frame.schema["unit_id"] != pl.Int64:
+        return None
+    unit, day = frame["unit_id"], frame["day"]
+    if unit.null_count() or day.null_count():
+        return None
+    unit, day = unit.to_numpy(), day.to_numpy()
+    low_unit, low_day = int(unit.min()), int(day.min())
+    unit_span, day_span = int(unit.max()) - low_unit + 1, int(day.max()) - low_day + 1
+    if unit_span >= DENSE_KEY_SPAN:
+        return None
+    present = np.zeros(unit_span, dtype=bool)
+    present[unit - low_unit] = True
+    numbered = np.cumsum(present) - 1  # each unit's number among the units present
+    if int(numbered[-1] + 1) * day_span >= DENSE_KEY_SPAN:
+        return None
+    counts = np.bincount(numbered[unit - low_unit] * day_span + (day - low_day))
+    return int(counts[counts > 1].sum())
 
 
 def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: bool | None = None) -> pl.DataFrame:

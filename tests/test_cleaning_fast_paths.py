@@ -1,0 +1,123 @@
+"""Differential tests: the cleaning's fast paths (auditors/dataset.py) against the plain polars operations they
+stand for, on random and adversarial inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from auditors.dataset import _dated_rows, _with_detail, is_daily_panel, row_of
+
+
+def _text_ids(rng: np.random.Generator, n: int) -> list[str]:
+    return [f"{x:016x}-{y:04x}" for x, y in zip(rng.integers(0, 2**62, n), rng.integers(0, 2**16, n), strict=True)]
+
+
+def _events_and_detail(rng: np.random.Generator, n_events: int, n_detail: int, dtype) -> tuple:
+    """Events with distinct ids (one null among them) and a detail file naming some of them, some unknown ids
+    and a null, in its own order; ids as text or as 64-bit integers."""
+    pool = _text_ids(rng, n_events + n_detail) if dtype == pl.String else rng.choice(10**6, n_events + n_detail, False)
+    pool = list(pool)
+    event_ids = pool[:n_events]
+    event_ids[int(rng.integers(n_events))] = None
+    events = pl.DataFrame(
+        {"event_id": event_ids, "day": rng.integers(0, 90, n_events), "amount": rng.normal(size=n_events)},
+        schema={"event_id": dtype, "day": pl.Int64, "amount": pl.Float64},
+    )
+    known = rng.choice(n_events, min(n_detail, n_events), replace=False).tolist()
+    detail_ids = [pool[i] for i in known] + pool[n_events : n_events + n_detail - len(known)]
+    detail_ids = [detail_ids[i] for i in rng.permutation(len(detail_ids))]
+    if detail_ids:
+        detail_ids[0] = None
+    detail = pl.DataFrame(
+        {"event_id": detail_ids, "score": rng.normal(size=len(detail_ids))},
+        schema={"event_id": dtype, "score": pl.Float64},
+    )
+    return events, detail
+
+
+SIZES = [(50, 50), (300, 40), (40, 300), (2000, 1500), (1500, 2000), (1, 1), (30, 0)]
+
+
+@pytest.mark.parametrize("null_event", [True, False])
+@pytest.mark.parametrize("dtype", [pl.String, pl.Int64])
+@pytest.mark.parametrize(("n_events", "n_detail"), SIZES)
+@pytest.mark.parametrize("seed", range(3))
+def test_dated_rows_is_the_join_and_names_each_rows_event(seed, n_events, n_detail, dtype, null_event):
+    """The dated detail is the plain join, rows in the join's own order (the larger side's, for text ids), and
+    each row's event row holds the same id; the detail then joined back by those rows is the left join."""
+    rng = np.random.default_rng(seed)
+    events, detail = _events_and_detail(rng, n_events, n_detail, dtype)
+    if not null_event:
+        events = events.drop_nulls("event_id")
+    dated, event_rows = _dated_rows(detail, events)
+    if row_of(detail["event_id"], events["event_id"]) is None:  # text ids, or a null id: its own rows and order
+        assert dated.equals(detail.join(events.select("event_id", "day"), on="event_id"))
+    else:  # by position: the detail's order (as the join keeping the left's order)
+        assert dated.equals(detail.join(events.select("event_id", "day"), on="event_id", maintain_order="left"))
+    assert event_rows is not None
+    assert dated["event_id"].equals(events["event_id"].gather(event_rows))
+    repaired = dated.drop("day").with_columns(pl.col("score") * 2)
+    expected = events.join(repaired, on="event_id", how="left", maintain_order="left")
+    assert _with_detail(events, repaired, event_rows).equals(expected)
+
+
+def test_with_detail_joins_where_an_event_is_named_twice():
+    """A detail id twice (a detail file not de-duplicated): its event is named twice, and the join repeats it."""
+    events = pl.DataFrame({"event_id": ["a", "b", "c"], "day": [1, 2, 3]})
+    detail = pl.DataFrame({"event_id": ["b", "a", "b"], "score": [1.0, 2.0, 3.0]})
+    dated, event_rows = _dated_rows(detail, events)
+    assert sorted(event_rows.tolist()) == [0, 1, 1]
+    got = _with_detail(events, dated.drop("day"), event_rows)
+    assert got.height == 4
+    assert got.equals(events.join(dated.drop("day"), on="event_id", how="left"))
+
+
+def test_dated_rows_keeps_a_clashing_column_as_the_join_does():
+    rng = np.random.default_rng(3)
+    events, detail = _events_and_detail(rng, 100, 80, pl.String)
+    clashing = detail.with_columns(pl.lit(1).alias("__event_row"))
+    dated, event_rows = _dated_rows(clashing, events)
+    assert event_rows is None
+    assert dated.equals(clashing.join(events.select("event_id", "day"), on="event_id"))
+    with_day = detail.with_columns(pl.lit(5, dtype=pl.Int64).alias("day"))
+    assert _dated_rows(with_day, events)[0].equals(with_day.join(events.select("event_id", "day"), on="event_id"))
+
+
+def _plain_is_daily_panel(frame: pl.DataFrame) -> bool:
+    return "unit_id" in frame.columns and frame.select("unit_id", "day").is_duplicated().mean() < 0.05
+
+
+@pytest.mark.parametrize("pairs", [0, 10, 24, 25, 26, 400])
+@pytest.mark.parametrize("seed", range(3))
+def test_is_daily_panel_counts_repeated_unit_days_as_is_duplicated(seed, pairs):
+    """At the 5% threshold (24, 25, 26 unit-days twice in 1,000 rows: 48, 50, 52 repeated rows), with sparse
+    unit codes, in random order."""
+    rng = np.random.default_rng(seed)
+    units = rng.choice(np.arange(1000, 9000), 8, replace=False)
+    cells = pl.DataFrame(
+        {"unit_id": np.repeat(units, 130), "day": np.tile(np.arange(5, 135), 8)},
+        schema={"unit_id": pl.Int64, "day": pl.Int64},
+    ).sample(1000 - pairs, seed=seed, shuffle=True)
+    frame = pl.concat([cells, cells.sample(pairs, seed=seed + 1)]).sample(fraction=1.0, shuffle=True, seed=seed)
+    assert frame.height == 1000
+    assert is_daily_panel(frame) == _plain_is_daily_panel(frame) == (2 * pairs < 50)
+    spread = frame.with_columns(pl.col("unit_id") * 2**40)  # codes spanning too much: the plain count
+    assert is_daily_panel(spread) == _plain_is_daily_panel(spread)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        pl.DataFrame({"unit_id": [1, 1, None], "day": [2, 2, 3]}, schema={"unit_id": pl.Int64, "day": pl.Int64}),
+        pl.DataFrame({"unit_id": [1, 1, 2], "day": [2, None, None]}, schema={"unit_id": pl.Int64, "day": pl.Int64}),
+        pl.DataFrame({"unit_id": ["a", "a"], "day": [1, 1]}, schema={"unit_id": pl.String, "day": pl.Int64}),
+        pl.DataFrame({"unit_id": [-(2**62), 2**62, 5], "day": [0, 0, 0]}),
+        pl.DataFrame({"unit_id": [3] * 19 + [4], "day": list(range(20))}),
+        pl.DataFrame({"unit_id": [3] * 20, "day": [0] * 20}),
+        pl.DataFrame({"day": [1, 1]}),
+    ],
+)
+def test_is_daily_panel_edge_cases(frame):
+    assert is_daily_panel(frame) == _plain_is_daily_panel(frame)
