@@ -793,13 +793,22 @@ def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, 
     return day, float(jumps[k]), local, se
 
 
-# size: the search, the factor test and the persistence test read best as one sequence
 def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...]) -> tuple[int, float] | None:
     """The day most units' values jump from their previous report by the same plausible factor.
 
     The largest few report-to-report steps are tried in turn (a week from either end of the data): a
     level near zero early in a season can jump further than a switch, but it does not persist. A small
-    factor's step must also move the units alike (SCATTER_ALLOWANCE)."""
+    factor's step must also move the units alike (SCATTER_ALLOWANCE). On arrays where the steps are all
+    finite and no unit reports a day twice (`_adjacent_steps`), else in polars (`_adjacent_switch_plain`)."""
+    steps = _adjacent_steps(frame, column)
+    if steps is None:
+        return _adjacent_switch_plain(frame, column, factors)
+    return _adjacent_switch_arrays(frame, column, factors, *steps)
+
+
+# size: the search, the factor test and the persistence test read best as one sequence
+def _adjacent_switch_plain(frame: pl.DataFrame, column: str, factors: tuple[float, ...]) -> tuple[int, float] | None:
+    """`_adjacent_switch` by polars operations (the reference the array path is tested against)."""
     steps = (
         frame.filter(pl.col(column) > 0)
         .sort("unit_id", "day")
@@ -843,20 +852,115 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
     return None
 
 
+# size: the plain path's sequence over arrays, step by step
+def _adjacent_switch_arrays(
+    frame: pl.DataFrame, column: str, factors: tuple[float, ...], day: np.ndarray, step: np.ndarray
+) -> tuple[int, float] | None:
+    """`_adjacent_switch_plain` on the steps' arrays (`_adjacent_steps`: ordered by day and step): each day's
+    median, count and scatter read from its run, the medians as polars takes them (`_sorted_medians`)."""
+    if len(step) == 0:
+        return None
+    first, last = int(frame["day"].min()), int(frame["day"].max())
+    starts, sizes = _runs(day)
+    days, medians, scatter = day[starts], _sorted_medians(step, starts, sizes), _scatter_widths(step, starts, sizes)
+    chosen = (sizes >= MIN_UNITS_FOR_STEP) & (days >= first + EDGE_DAYS) & (days <= last - EDGE_DAYS)
+    days, medians, sizes, scatter = days[chosen], medians[chosen], sizes[chosen], scatter[chosen]
+    ordinary_scatter = max(_median_of(scatter) or 0.0, MIN_SCATTER)
+    spread = 1.25 * 1.4826 * _median_of(np.abs(step - _median_of(step)))
+    ranked = np.lexsort((days, -np.abs(medians)))  # the largest median step first, then the earliest day
+    matches = known_factors(medians[ranked], 3 * spread / np.sqrt(sizes[ranked]), factors)
+    for row in np.flatnonzero(~np.isnan(matches))[:SWITCH_CANDIDATES]:
+        at, factor = ranked[row], float(matches[row])
+        best_day = int(days[at])
+        if not all(_persists(frame, column, best_day, factor, window) for window in (PERSIST_DAYS, SETTLED_DAYS)):
+            continue
+        if abs(np.log(factor)) < np.log(SMALL_FACTOR) and scatter[at] > SCATTER_ALLOWANCE * ordinary_scatter:
+            continue
+        on_day = step[day == best_day]
+        share = UNIT_STEP_SHARE * abs(np.log(factor))
+        moved = (np.sign(on_day) == np.sign(np.log(factor))) & (np.abs(on_day) > share)
+        if moved.mean() >= UNITS_SWITCHING:
+            return best_day, factor
+    return None
+
+
+def _adjacent_steps(frame: pl.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (day, step) pairs of `_adjacent_switch_plain`'s steps (each unit's log step from its previous
+    positive report at most ADJACENT_GAP_DAYS before), ordered by day and step; None (polars decides) unless
+    the keys are Int64 without nulls, days within DAY_LIMIT, no unit reports a day twice (the plain path's
+    sort would order such reports its own way) and every log is finite (so the medians are plain numbers)."""
+    if frame.schema.get("unit_id") != pl.Int64 or frame.schema.get("day") != pl.Int64:
+        return None
+    positive = frame.filter(pl.col(column) > 0)  # the plain path's rows (a NaN is above 0 in polars, its log NaN)
+    unit, day = positive["unit_id"], positive["day"]
+    if unit.null_count() or day.null_count():
+        return None
+    unit, day = unit.to_numpy(), day.to_numpy()
+    logs = positive[column].cast(pl.Float64).log().to_numpy()  # polars' own log, as in the plain path
+    if not np.all(np.isfinite(logs)) or (len(day) and (day.min() <= -DAY_LIMIT or day.max() >= DAY_LIMIT)):
+        return None
+    order = np.lexsort((day, unit))
+    unit, day, logs = unit[order], day[order], logs[order]
+    same_unit = unit[1:] == unit[:-1]
+    if np.any(same_unit & (day[1:] == day[:-1])):
+        return None
+    follows = same_unit & (day[1:] - day[:-1] <= ADJACENT_GAP_DAYS)
+    days, steps = day[1:][follows], (logs[1:] - logs[:-1])[follows]
+    # By day, then step: one sort of a key made of the day and the step's rank (faster than np.lexsort on
+    # floats). Equal steps are equal numbers (no step is -0.0): their order is no matter.
+    if len(steps) == 0 or (int(days.max()) - int(days.min()) + 1) * len(steps) >= 1 << 62:  # a key would overflow
+        order = np.lexsort((steps, days))
+    else:
+        rank = np.empty(len(steps), dtype=np.int64)
+        rank[np.argsort(steps)] = np.arange(len(steps))
+        order = np.argsort((days - days.min()) * len(steps) + rank)
+    return days[order], steps[order]
+
+
+DAY_LIMIT = 1 << 40  # days this far out are no calendar's: the plain path handles them (and any wrap-around)
+
+
+def _runs(day: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The start and length of each run of equal days in an ordered array."""
+    starts = np.flatnonzero(np.r_[True, day[1:] != day[:-1]]) if len(day) else np.zeros(0, dtype=np.int64)
+    return starts, np.diff(np.r_[starts, len(day)])
+
+
+def _sorted_medians(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Each run's median of values ordered within their runs, as polars computes a median: the middle value,
+    or for an even count the lower middle one plus half the way to the upper one (the lower one where they
+    are equal), which is not numpy's (lower + upper) / 2 to the last bit. For values with no -0.0 (a log step
+    is never -0.0: x - x is 0.0): polars may order a -0.0 and a 0.0 either way."""
+    lower, upper = values[starts + (sizes - 1) // 2], values[starts + sizes // 2]
+    return np.where(lower == upper, lower, lower + (upper - lower) * 0.5)
+
+
+def _median_of(values: np.ndarray) -> float | None:
+    """polars' median of finite values (None for none)."""
+    if len(values) == 0:
+        return None
+    return float(_sorted_medians(np.sort(values), np.zeros(1, dtype=np.int64), np.array([len(values)]))[0])
+
+
 def _narrowest_spreads(steps: pl.DataFrame) -> pl.DataFrame:
     """Each day's "scatter": the narrowest interval holding SCATTER_SHARE of its units' steps. A share of
     units hit by something else on a switch's day (rain in one region) leaves the rest as tight as on any
     day; units each moving by their own amount spread every such share."""
     ordered = steps.select("day", "step").sort("day", "step")
     day, step = ordered["day"].to_numpy(), ordered["step"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, day[1:] != day[:-1]]) if len(day) else np.zeros(0, dtype=np.int64)
-    sizes = np.diff(np.r_[starts, len(day)])
+    starts, sizes = _runs(day)
+    scatter = _scatter_widths(step, starts, sizes)
+    return pl.DataFrame({"day": day[starts], "scatter": scatter}, schema_overrides={"day": ordered.schema["day"]})
+
+
+def _scatter_widths(step: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """`_narrowest_spreads`' widths, for steps ordered within each day's run."""
     held = np.maximum(np.ceil(SCATTER_SHARE * sizes).astype(np.int64), 2)  # steps an interval must hold
     group = np.repeat(np.arange(len(starts)), sizes)
-    first = np.flatnonzero(np.arange(len(day)) - starts[group] <= (sizes - held)[group])  # an interval opens here
+    first = np.flatnonzero(np.arange(len(step)) - starts[group] <= (sizes - held)[group])  # an interval opens here
     widths = np.full(len(starts), np.inf)
     np.minimum.at(widths, group[first], step[first + held[group[first]] - 1] - step[first])
-    return pl.DataFrame({"day": day[starts], "scatter": widths}, schema_overrides={"day": ordered.schema["day"]})
+    return widths
 
 
 def _around(frame: pl.DataFrame, day: int, reports: int) -> pl.Expr:

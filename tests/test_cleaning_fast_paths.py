@@ -7,7 +7,17 @@ import numpy as np
 import polars as pl
 import pytest
 
-from auditors.dataset import _dated_rows, _with_detail, is_daily_panel, row_of
+from auditors.dataset import (
+    _adjacent_steps,
+    _adjacent_switch,
+    _adjacent_switch_plain,
+    _dated_rows,
+    _median_of,
+    _sorted_medians,
+    _with_detail,
+    is_daily_panel,
+    row_of,
+)
 
 
 def _text_ids(rng: np.random.Generator, n: int) -> list[str]:
@@ -121,3 +131,94 @@ def test_is_daily_panel_counts_repeated_unit_days_as_is_duplicated(seed, pairs):
 )
 def test_is_daily_panel_edge_cases(frame):
     assert is_daily_panel(frame) == _plain_is_daily_panel(frame)
+
+
+def _daily_panel(rng: np.random.Generator, switch: dict) -> pl.DataFrame:
+    """A daily report of units' levels (log-normal noise around a seasonal level), with a unit switch (every
+    unit, some of them, a small or large factor, up or down) on a day, days closed now and then, zeros, a
+    rounded column (ties in the steps)."""
+    units = rng.choice(np.arange(100, 5000), switch["units"], replace=False)
+    days = np.arange(switch["days"])
+    unit, day = np.repeat(units, len(days)), np.tile(days, len(units))
+    level = np.exp(rng.normal(3, 1, len(units)))[np.searchsorted(np.sort(units), unit)]
+    value = level * (1 + 0.3 * np.sin(day / 40)) * np.exp(rng.normal(0, switch["noise"], len(day)))
+    moved = (day >= switch["day"]) & (rng.random(len(day)) < switch["share"] if switch["share"] < 1 else True)
+    value = np.where(moved, value * switch["factor"], value)
+    value = np.where(rng.random(len(day)) < switch["zeros"], 0.0, value)
+    if switch["round"]:
+        value = np.round(value, 1)
+    open_ = rng.random(len(day)) > switch["closed"]
+    return pl.DataFrame(
+        {"unit_id": unit[open_], "day": day[open_], "x": value[open_]},
+        schema={"unit_id": pl.Int64, "day": pl.Int64, "x": pl.Float64},
+    ).sample(fraction=1.0, shuffle=True, seed=int(rng.integers(1000)))
+
+
+SWITCHES = [
+    {"units": 30, "days": 120, "day": 60, "factor": 100.0, "share": 1, "noise": 0.1, "zeros": 0.0},
+    {"units": 30, "days": 120, "day": 60, "factor": 1 / 100.0, "share": 1, "noise": 0.3, "zeros": 0.1},
+    {"units": 12, "days": 90, "day": 40, "factor": 2.20462, "share": 1, "noise": 0.05, "zeros": 0.0},
+    {"units": 12, "days": 90, "day": 40, "factor": 2.20462, "share": 1, "noise": 0.6, "zeros": 0.0},
+    {"units": 25, "days": 100, "day": 50, "factor": 1000.0, "share": 0.5, "noise": 0.2, "zeros": 0.0},
+    {"units": 25, "days": 100, "day": 9, "factor": 60.0, "share": 1, "noise": 0.2, "zeros": 0.3},
+    {"units": 6, "days": 60, "day": 30, "factor": 100.0, "share": 1, "noise": 0.1, "zeros": 0.0},
+    {"units": 20, "days": 80, "day": 200, "factor": 1.0, "share": 1, "noise": 0.4, "zeros": 0.0},
+]
+
+
+@pytest.mark.parametrize("closed", [0.0, 0.3])
+@pytest.mark.parametrize("rounded", [False, True])
+@pytest.mark.parametrize("switch", range(len(SWITCHES)))
+@pytest.mark.parametrize("seed", range(3))
+def test_adjacent_switch_on_arrays_is_the_plain_path(seed, switch, rounded, closed):
+    """The same day and factor (or none) as the polars path, on panels with and without switches."""
+    rng = np.random.default_rng(seed)
+    frame = _daily_panel(rng, {**SWITCHES[switch], "round": rounded, "closed": closed})
+    factors = (100.0,) if SWITCHES[switch]["factor"] in (100.0, 0.01) else (2.20462, 1000.0, 60.0)
+    assert _adjacent_steps(frame, "x") is not None
+    assert _adjacent_switch(frame, "x", factors) == _adjacent_switch_plain(frame, "x", factors)
+
+
+def test_adjacent_switch_finds_switches_in_these_panels():
+    """The panels above do hold switches the search finds (so the comparison covers its whole sequence)."""
+    found = 0
+    for seed in range(3):
+        frame = _daily_panel(np.random.default_rng(seed), {**SWITCHES[0], "round": False, "closed": 0.0})
+        found += _adjacent_switch(frame, "x", (100.0,)) == (60, 100.0)
+    assert found == 3
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda f: f.with_columns(pl.col("x").cast(pl.Int64)),  # integer values: the same logs
+        lambda f: pl.concat([f, f.head(3)]),  # a unit-day twice: polars' sort decides their order
+        lambda f: f.with_columns(f["unit_id"].scatter([0, 5], None)),  # null units
+        lambda f: f.with_columns(f["day"].scatter([1], None)),  # a null day
+        lambda f: f.with_columns(f["x"].scatter([2, 7], None)),  # blank values
+        lambda f: f.with_columns(f["x"].scatter([2], float("nan"))),  # NaN is above 0 in polars
+        lambda f: f.with_columns(f["x"].scatter([4], float("inf"))),  # an infinite log
+        lambda f: f.with_columns(pl.col("unit_id").cast(pl.Int32)),
+        lambda f: f.with_columns(pl.col("day") + 2**45),  # days beyond any calendar
+        lambda f: f.filter(pl.col("day") < 0),  # nothing reported
+    ],
+)
+def test_adjacent_switch_edge_cases_agree(change):
+    frame = change(_daily_panel(np.random.default_rng(1), {**SWITCHES[0], "round": False, "closed": 0.1}))
+    assert _adjacent_switch(frame, "x", (100.0,)) == _adjacent_switch_plain(frame, "x", (100.0,))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_sorted_medians_are_polars_medians(seed):
+    """To the last bit, on runs of odd and even sizes, values with ties, mixed signs and magnitudes."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 40, 30)
+    group = np.repeat(np.arange(len(sizes)), sizes)
+    values = rng.normal(size=len(group)) * 10.0 ** rng.integers(-6, 6, len(group))
+    values = np.where(rng.random(len(group)) < 0.2, np.round(values, 1), values) + 0.0  # -0.0 to 0.0 (no step is -0.0)
+    order = np.lexsort((values, group))
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    got = _sorted_medians(values[order], starts, sizes)
+    expected = pl.DataFrame({"g": group, "v": values}).group_by("g").agg(pl.col("v").median()).sort("g")["v"].to_numpy()
+    assert np.array_equal(got.view(np.int64), expected.view(np.int64))
+    assert _median_of(values) == pl.Series(values).median()
