@@ -966,13 +966,21 @@ def _scatter_widths(step: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> 
 def _around(frame: pl.DataFrame, day: int, reports: int) -> pl.Expr:
     """Rows within `reports` reporting days either side of `day` (closed stretches do not count: a switch
     made during a summer break is judged on the weeks of data either side of the break)."""
-    reported = sorted_unique(frame["day"].drop_nulls().to_numpy())
-    at = int(np.searchsorted(reported, day))
-    if len(reported) == 0:
+    bounds = _around_bounds(frame["day"].drop_nulls().to_numpy(), day, reports)
+    if bounds is None:
         return pl.lit(False)
+    return (pl.col("day") >= bounds[0]) & (pl.col("day") < bounds[1])
+
+
+def _around_bounds(days: np.ndarray, day: int, reports: int) -> tuple[int, int] | None:
+    """`_around`'s days: from the first (opens) to before the last (closes); None where no day is reported."""
+    reported = sorted_unique(days)
+    if len(reported) == 0:
+        return None
+    at = int(np.searchsorted(reported, day))
     opens = int(reported[max(at - reports, 0)])
     closes = int(reported[at + reports]) if at + reports < len(reported) else int(reported[-1]) + 1
-    return (pl.col("day") >= opens) & (pl.col("day") < closes)
+    return opens, closes
 
 
 def _persists(frame: pl.DataFrame, column: str, day: int, factor: float, reports: int) -> bool:
@@ -1035,22 +1043,62 @@ def _whole_step(days: np.ndarray, logs: np.ndarray, day: int) -> tuple[float, fl
 
 def _window_step(frame: pl.DataFrame, column: str, day: int, window: int) -> tuple[float, float] | None:
     """Median across units of each unit's log step between the `window` days before and after `day`."""
-    near = _around(frame, day, window) & (pl.col(column) > 0)
-    logged = pl.col(column).cast(pl.Float64).log()
-    per_unit = (
-        frame.filter(near)
-        .group_by("unit_id")
-        .agg(
-            logged.filter(pl.col("day") >= day).median().alias("after"),
-            logged.filter(pl.col("day") < day).median().alias("before"),
+    levels = _unit_levels_around(frame, column, day, window, logged=True)
+    if levels is None:  # polars decides
+        near = _around(frame, day, window) & (pl.col(column) > 0)
+        logged = pl.col(column).cast(pl.Float64).log()
+        per_unit = (
+            frame.filter(near)
+            .group_by("unit_id")
+            .agg(
+                logged.filter(pl.col("day") >= day).median().alias("after"),
+                logged.filter(pl.col("day") < day).median().alias("before"),
+            )
+            .drop_nulls()
         )
-        .drop_nulls()
-    )
-    steps = per_unit["after"].to_numpy() - per_unit["before"].to_numpy()
+        levels = per_unit["before"].to_numpy(), per_unit["after"].to_numpy()
+    steps = levels[1] - levels[0]  # in the units' order, which no median depends on
     if len(steps) < MIN_UNITS_FOR_STEP:
         return None
     median = float(np.median(steps))
     return median, 1.25 * 1.4826 * float(np.median(np.abs(steps - median))) / np.sqrt(len(steps))
+
+
+# size: the plain path's filter, grouping and medians, each on arrays
+def _unit_levels_around(
+    frame: pl.DataFrame, column: str, day: int, reports: int, logged: bool
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each unit's median level (of its logs if `logged`) over its positive values in the `reports` reporting
+    days before `day` and over those from `day` on (`_around`), for the units with values on both sides:
+    (before, after), the units in no particular order. On arrays, as polars takes medians (`_sorted_medians`);
+    None (polars decides) unless the keys are Int64 without nulls and the levels finite Float64 numbers."""
+    if frame.schema.get("unit_id") != pl.Int64 or frame.schema.get("day") != pl.Int64:
+        return None
+    if not logged and frame.schema[column] != pl.Float64:  # an integer median is polars' own conversion
+        return None
+    unit, days = frame["unit_id"], frame["day"]
+    if unit.null_count() or days.null_count():
+        return None
+    days = days.to_numpy()
+    bounds = _around_bounds(days, day, reports)
+    if bounds is None:
+        return np.zeros(0), np.zeros(0)
+    values = frame[column]
+    rows = (days >= bounds[0]) & (days < bounds[1]) & (values > 0).fill_null(False).to_numpy()  # as filter keeps
+    picked = values.filter(pl.Series(rows))
+    level = picked.cast(pl.Float64).log().to_numpy() if logged else picked.to_numpy()  # polars' own log
+    if not np.all(np.isfinite(level)):
+        return None
+    unit, after = unit.to_numpy()[rows], days[rows] >= day
+    order = np.lexsort((level, after, unit))  # each unit's values before, then after, each side in order
+    unit, after, level = unit[order], after[order], level[order]
+    if len(unit) == 0:
+        return np.zeros(0), np.zeros(0)
+    starts = np.flatnonzero(np.r_[True, (unit[1:] != unit[:-1]) | (after[1:] != after[:-1])])  # a unit's side
+    medians = _sorted_medians(level, starts, np.diff(np.r_[starts, len(unit)]))
+    run_unit, run_after = unit[starts], after[starts]
+    both = (run_unit[1:] == run_unit[:-1]) & ~run_after[:-1] & run_after[1:]  # a unit's before run, then its after
+    return medians[:-1][both], medians[1:][both]
 
 
 def _unit_step(frame: pl.DataFrame, column: str, day: int, pooled: float, pooled_se: float) -> tuple[float, float]:
@@ -1099,18 +1147,21 @@ def known_factors(steps: np.ndarray, noise: np.ndarray, factors: tuple[float, ..
 
 def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> bool:
     """A system migration changes every unit's numbers by the same factor on the same day."""
-    window = frame.filter(_around(frame, from_day, UNIT_WINDOW_DAYS) & (pl.col(column) > 0))
-    per_unit = (
-        window.group_by("unit_id")
-        .agg(
-            pl.col(column).filter(pl.col("day") < from_day).median().alias("before"),
-            pl.col(column).filter(pl.col("day") >= from_day).median().alias("after"),
+    levels = _unit_levels_around(frame, column, from_day, UNIT_WINDOW_DAYS, logged=False)
+    if levels is None:  # polars decides
+        window = frame.filter(_around(frame, from_day, UNIT_WINDOW_DAYS) & (pl.col(column) > 0))
+        per_unit = (
+            window.group_by("unit_id")
+            .agg(
+                pl.col(column).filter(pl.col("day") < from_day).median().alias("before"),
+                pl.col(column).filter(pl.col("day") >= from_day).median().alias("after"),
+            )
+            .drop_nulls()
         )
-        .drop_nulls()
-    )
-    if per_unit.height == 0:
+        levels = per_unit["before"].to_numpy(), per_unit["after"].to_numpy()
+    if len(levels[0]) == 0:
         return False
-    ratio = np.log(per_unit["after"].to_numpy() / per_unit["before"].to_numpy())
+    ratio = np.log(levels[1] / levels[0])
     step = np.log(factor)
     moved = (np.sign(ratio) == np.sign(step)) & (np.abs(ratio) > UNIT_STEP_SHARE * abs(step))
     return float(np.mean(moved)) >= UNITS_SWITCHING

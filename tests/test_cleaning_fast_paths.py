@@ -8,12 +8,20 @@ import polars as pl
 import pytest
 
 from auditors.dataset import (
+    MIN_UNITS_FOR_STEP,
+    UNIT_STEP_SHARE,
+    UNIT_WINDOW_DAYS,
+    UNITS_SWITCHING,
     _adjacent_steps,
     _adjacent_switch,
     _adjacent_switch_plain,
+    _around,
     _dated_rows,
+    _every_unit_switches,
     _median_of,
     _sorted_medians,
+    _unit_levels_around,
+    _window_step,
     _with_detail,
     is_daily_panel,
     row_of,
@@ -222,3 +230,94 @@ def test_sorted_medians_are_polars_medians(seed):
     expected = pl.DataFrame({"g": group, "v": values}).group_by("g").agg(pl.col("v").median()).sort("g")["v"].to_numpy()
     assert np.array_equal(got.view(np.int64), expected.view(np.int64))
     assert _median_of(values) == pl.Series(values).median()
+
+
+def _plain_window_step(frame: pl.DataFrame, column: str, day: int, window: int) -> tuple[float, float] | None:
+    """auditors.dataset._window_step as it was, in polars."""
+    near = _around(frame, day, window) & (pl.col(column) > 0)
+    logged = pl.col(column).cast(pl.Float64).log()
+    per_unit = (
+        frame.filter(near)
+        .group_by("unit_id")
+        .agg(
+            logged.filter(pl.col("day") >= day).median().alias("after"),
+            logged.filter(pl.col("day") < day).median().alias("before"),
+        )
+        .drop_nulls()
+    )
+    steps = per_unit["after"].to_numpy() - per_unit["before"].to_numpy()
+    if len(steps) < MIN_UNITS_FOR_STEP:
+        return None
+    median = float(np.median(steps))
+    return median, 1.25 * 1.4826 * float(np.median(np.abs(steps - median))) / np.sqrt(len(steps))
+
+
+def _plain_every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> bool:
+    """auditors.dataset._every_unit_switches as it was, in polars."""
+    window = frame.filter(_around(frame, from_day, UNIT_WINDOW_DAYS) & (pl.col(column) > 0))
+    per_unit = (
+        window.group_by("unit_id")
+        .agg(
+            pl.col(column).filter(pl.col("day") < from_day).median().alias("before"),
+            pl.col(column).filter(pl.col("day") >= from_day).median().alias("after"),
+        )
+        .drop_nulls()
+    )
+    if per_unit.height == 0:
+        return False
+    ratio = np.log(per_unit["after"].to_numpy() / per_unit["before"].to_numpy())
+    step = np.log(factor)
+    moved = (np.sign(ratio) == np.sign(step)) & (np.abs(ratio) > UNIT_STEP_SHARE * abs(step))
+    return float(np.mean(moved)) >= UNITS_SWITCHING
+
+
+@pytest.mark.parametrize("rounded", [False, True])
+@pytest.mark.parametrize("switch", range(len(SWITCHES)))
+@pytest.mark.parametrize("seed", range(2))
+def test_window_step_and_every_unit_on_arrays_are_the_plain_path(seed, switch, rounded):
+    """Bit for bit, at days across the year (the edges, a closure, the switch's day) and every window."""
+    rng = np.random.default_rng(seed)
+    frame = _daily_panel(rng, {**SWITCHES[switch], "round": rounded, "closed": 0.2})
+    frame = frame.filter((pl.col("day") < 20) | (pl.col("day") > 30))  # a closure: windows reach across it
+    factor = SWITCHES[switch]["factor"]
+    for day in [-5, 0, 3, 20, 25, 31, SWITCHES[switch]["day"], SWITCHES[switch]["days"] - 2, 10**6]:
+        assert _unit_levels_around(frame, "x", day, 7, logged=True) is not None
+        for window in (2, 4, 7, 14, 21, 28):
+            assert _window_step(frame, "x", day, window) == _plain_window_step(frame, "x", day, window)
+        for f in (factor, 1 / 100.0, 2.20462):
+            assert _every_unit_switches(frame, "x", day, f) == _plain_every_unit_switches(frame, "x", day, f)
+
+
+def test_unit_levels_pair_each_units_sides():
+    """Units with values on one side only are left out; each unit's before and after medians stay paired."""
+    frame = pl.DataFrame(
+        {
+            "unit_id": [5, 5, 5, 5, 9, 9, 2, 2, 2, 7],
+            "day": [1, 2, 3, 4, 1, 2, 3, 4, 5, 4],
+            "x": [1.0, 3.0, 10.0, 30.0, 2.0, 4.0, 50.0, 70.0, 0.0, 8.0],
+        }
+    )
+    before, after = _unit_levels_around(frame, "x", 3, 10, logged=False)
+    assert sorted(zip(before.tolist(), after.tolist(), strict=True)) == [(1.0 + 1.0, 20.0)]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda f: f.with_columns(pl.col("x").cast(pl.Int64)),  # integer values: polars' own integer median
+        lambda f: f.with_columns(f["unit_id"].scatter([0, 5], None)),  # null units: a group of their own
+        lambda f: f.with_columns(f["day"].scatter([1], None)),  # a null day
+        lambda f: f.with_columns(f["x"].scatter([2, 7], None)),  # blank values
+        lambda f: f.with_columns(f["x"].scatter([2], float("nan"))),  # NaN is above 0 in polars
+        lambda f: f.with_columns(f["x"].scatter([4], float("inf"))),
+        lambda f: f.with_columns(pl.col("unit_id").cast(pl.Int32)),
+        lambda f: f.filter(pl.col("day") < 0),  # nothing reported
+        lambda f: f.with_columns(pl.col("x") * -1),  # no positive value
+    ],
+)
+def test_window_step_and_every_unit_edge_cases_agree(change):
+    frame = change(_daily_panel(np.random.default_rng(2), {**SWITCHES[0], "round": False, "closed": 0.1}))
+    for day in (10, 60, 100):
+        for window in (4, 14):
+            assert _window_step(frame, "x", day, window) == _plain_window_step(frame, "x", day, window)
+        assert _every_unit_switches(frame, "x", day, 100.0) == _plain_every_unit_switches(frame, "x", day, 100.0)
