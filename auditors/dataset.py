@@ -357,7 +357,7 @@ def _with_detail(events: pl.DataFrame, detail: pl.DataFrame, event_rows: np.ndar
     if at is None:
         return events.join(detail, on="event_id", how="left")
     rows = pl.Series(at).set(pl.Series(at < 0), None)
-    return events.hstack([detail[c].gather(rows) for c in names])
+    return events.hstack(detail.select(names).gather(rows).get_columns())
 
 
 def _rows_named(event_rows: np.ndarray, height: int) -> np.ndarray | None:
@@ -485,7 +485,7 @@ def join_on_grid(panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None) ->
     if np.count_nonzero(row >= 0) != len(matched):  # two rows of one unit-day: the join repeats its cell
         return None
     at = pl.Series(row).set(pl.Series(row < 0), None)
-    return panel.hstack([frame[c].gather(at) for c in names])
+    return panel.hstack(frame.select(names).gather(at).get_columns())  # one gather of the frame: fewer calls
 
 
 def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl.DataFrame) -> pl.DataFrame:
