@@ -109,7 +109,14 @@ def _amount_name(contract: Contract) -> str:
     return contract.measures.amount.name
 
 
-def _with_event_means(panel: pl.DataFrame, events: pl.DataFrame, event_vars: list[str]) -> pl.DataFrame:
+def _with_event_means(
+    panel: pl.DataFrame,
+    events: pl.DataFrame,
+    event_vars: list[str],
+    events_cells: tuple[Grid, np.ndarray] | None = None,
+) -> pl.DataFrame:
+    """The panel with each unit-day's mean of each event variable (`group_means` joined on). `events_cells`: the
+    events' cells in a grid (open_grid's), used where the panel still is that grid."""
     if not event_vars:
         return panel
     grid = _as_grid(panel)
@@ -123,7 +130,8 @@ def _with_event_means(panel: pl.DataFrame, events: pl.DataFrame, event_vars: lis
     # The panel is the whole unit x day grid in order: each event's cell is its row, and each cell's mean is
     # summed over its events in row order by bincount, as `group_means` sums each group (the same floats).
     unit_ids, periods = grid
-    at = grid_cells(events, unit_ids, periods)
+    known = events_cells is not None and events_cells[0][1] == periods and np.array_equal(events_cells[0][0], unit_ids)
+    at = events_cells[1] if known else grid_cells(events, unit_ids, periods)
     keep = at >= 0
     cell = at[keep]
     means = []
@@ -266,11 +274,12 @@ def from_observed(world: World, clean: bool = True) -> Dataset:
     skip = {"unit_id", "name", "region"} | keys.mapping_columns
     units = master.select("unit_id", *[c for c in master.columns if c not in skip])
     units = units.filter(pl.col("unit_id").is_not_null()).unique(subset=["unit_id"], keep="first", maintain_order=True)
-    panel = _observed_panel(contract, by_grain, keys, units_of, clean, units, events)
+    panel, events_cells = _observed_panel(contract, by_grain, keys, units_of, clean, units, events)
     if clean:
         panel = _shared_series_consensus(contract, panel, master)
     event_vars = [v.name for v in contract.variables if v.grain == "event" and v.name in events.columns]
-    return Dataset(units, _with_event_means(panel, events, event_vars), events, _capacity_name(contract))
+    panel = _with_event_means(panel, events, event_vars, events_cells)
+    return Dataset(units, panel, events, _capacity_name(contract))
 
 
 def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_of: dict, clean: bool) -> pl.DataFrame:
@@ -410,31 +419,38 @@ def rows_in_span(wanted: np.ndarray, known: np.ndarray, table: np.ndarray) -> np
 # size: the panel is assembled from every kind of file an analysis has already read
 def _observed_panel(
     contract: Contract, by_grain: dict, keys: UnitKeys, units_of: dict, clean: bool, units: pl.DataFrame, events
-) -> pl.DataFrame:
+) -> tuple[pl.DataFrame, tuple[Grid, np.ndarray] | None]:
     """The unit x day grid: `open` where the unit was seen operating, the volume counted from the events,
-    every daily file joined on, every change log expanded into daily steps."""
+    every daily file joined on, every change log expanded into daily steps. Also the events' cells in the grid
+    open_grid laid out (and that grid), if it did."""
     periods, volume = contract.timeline.periods, contract.volume.name
     daily = [(d, keys.resolve(f, d)) for d, f in by_grain.get("panel", [])]
-    panel = open_grid(units, events, [f for _, f in daily], periods, volume)
+    frame_cells: list[np.ndarray] = []  # each daily file's cells in open_grid's grid, then the events'
+    panel = open_grid(units, events, [f for _, f in daily], periods, volume, frame_cells)
     grid = None
     if panel is None:  # keys that are not all 64-bit integers: the joins decide (or refuse)
         panel = joined_grid(units, events, [f for _, f in daily], periods, volume)
     elif periods > 0:  # open_grid lays out every unit's days 0..periods-1 in unit order: files join onto its cells
         grid = (panel["unit_id"].to_numpy()[::periods], periods)
-    for _, frame in daily:
+    events_cells = (grid, frame_cells[-1]) if grid is not None else None
+    for index, (_, frame) in enumerate(daily):
         # One row per unit and day is needed to join at all; a raw analysis just keeps the first.
-        frame = first_per_unit_day(frame.filter(pl.col("unit_id").is_not_null()))
+        known = frame.filter(pl.col("unit_id").is_not_null())
+        deduped = first_per_unit_day(known)
+        # The file's rows as open_grid placed them (repairs change values only): its cells hold while the grid does.
+        cells = frame_cells[index] if grid is not None and known.height == frame.height and deduped is known else None
+        frame = deduped
         if clean:
             # The same keys for every column's repair; distinct unit-days (just made so) are a daily panel.
             daily_panel = True if frame.height else is_daily_panel(frame)
             for column in [c for c in frame.columns if c not in ("unit_id", "day")]:
                 frame = repair_unit_drift(frame, column, units_of.get(column, ""), daily_panel)
-        panel, grid = _joined(panel, frame, grid)
+        panel, grid = _joined(panel, frame, grid, cells)
     for d, frame in by_grain.get("schedule", []):
         names = {f.name: f.source.split(".", 1)[1] for f in d.fields}  # the system's setting names
         schedule = keys.resolve(frame, d).with_columns(pl.col("field").replace(names))
         panel, grid = _expand_schedule(panel, schedule, grid)
-    return panel
+    return panel, events_cells
 
 
 def first_per_unit_day(frame: pl.DataFrame) -> pl.DataFrame:
@@ -455,16 +471,20 @@ def first_per_unit_day(frame: pl.DataFrame) -> pl.DataFrame:
 Grid = tuple[np.ndarray, int]  # (sorted unit ids, periods): a panel whose rows are every unit's days in order
 
 
-def _joined(panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None) -> tuple[pl.DataFrame, Grid | None]:
+def _joined(
+    panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None, cells: np.ndarray | None = None
+) -> tuple[pl.DataFrame, Grid | None]:
     """panel.join(frame, on=["unit_id", "day"], how="left"), and the grid the result still is (None once the
-    join itself ran: its row order is its own)."""
-    on_grid = join_on_grid(panel, frame, grid)
+    join itself ran: its row order is its own). `cells`: the frame's rows' cells in the grid, if known."""
+    on_grid = join_on_grid(panel, frame, grid, cells)
     if on_grid is None:
         return panel.join(frame, on=["unit_id", "day"], how="left"), None
     return on_grid, grid
 
 
-def join_on_grid(panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None) -> pl.DataFrame | None:
+def join_on_grid(
+    panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None, cells: np.ndarray | None = None
+) -> pl.DataFrame | None:
     """panel.join(frame, on=["unit_id", "day"], how="left") where the panel is the grid of `grid` and the frame
     has at most one row per unit-day: each cell's row gathered by position (null where none), the panel's
     rows in their order. None (the join must run) without a grid, for keys that are not 64-bit integers, a
@@ -478,7 +498,7 @@ def join_on_grid(panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None) ->
     ):
         return None
     unit_ids, periods = grid
-    cells = grid_cells(frame, unit_ids, periods)
+    cells = grid_cells(frame, unit_ids, periods) if cells is None else cells  # given: as grid_cells found them
     matched = np.flatnonzero(cells >= 0)
     row = np.full(panel.height, -1, dtype=np.int64)
     row[cells[matched]] = matched
@@ -506,12 +526,19 @@ def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl
     return panel.drop("region")
 
 
+# size: the grid, its cells and the frames' cells (`cells`, for the joins that follow) read best together
 def open_grid(
-    units: pl.DataFrame, events: pl.DataFrame, daily: list[pl.DataFrame], periods: int, volume: str
+    units: pl.DataFrame,
+    events: pl.DataFrame,
+    daily: list[pl.DataFrame],
+    periods: int,
+    volume: str,
+    cells_out: list[np.ndarray] | None = None,
 ) -> pl.DataFrame | None:
     """The unit x day grid with `open` and the volume, as the joins of `_days_seen` and the event counts onto
     it give them, computed on the grid's cells directly (every key is an integer: no join is needed); None
-    unless every unit and day column is Int64 (then the joins run, and refuse what they refuse)."""
+    unless every unit and day column is Int64 (then the joins run, and refuse what they refuse). Each frame's
+    rows' cells (`grid_cells`: the daily frames', then the events') are appended to `cells_out` if given."""
     frames = [*daily, events]
     if units.schema["unit_id"] != pl.Int64 or any(
         f.schema.get("unit_id") != pl.Int64 or f.schema.get("day") != pl.Int64 for f in frames
@@ -523,6 +550,8 @@ def open_grid(
     for frame in frames:
         at = grid_cells(frame, unit_ids, periods)
         is_open[at[at >= 0]] = 1
+        if cells_out is not None:
+            cells_out.append(at)
     # `at` is the events' cells (the last frame)
     counts = np.bincount(at[at >= 0], minlength=cells).astype(np.uint32)
     grid = pl.DataFrame(

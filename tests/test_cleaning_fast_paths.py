@@ -23,7 +23,10 @@ from auditors.dataset import (
     _unit_levels_around,
     _window_step,
     _with_detail,
+    _with_event_means,
     is_daily_panel,
+    join_on_grid,
+    open_grid,
     row_of,
 )
 
@@ -321,3 +324,33 @@ def test_window_step_and_every_unit_edge_cases_agree(change):
         for window in (4, 14):
             assert _window_step(frame, "x", day, window) == _plain_window_step(frame, "x", day, window)
         assert _every_unit_switches(frame, "x", day, 100.0) == _plain_every_unit_switches(frame, "x", day, 100.0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cells_found_once_give_the_same_panel(seed):
+    """open_grid's cells of each frame, handed to the join and the event means, give what finding them again
+    gives; cells of another grid (other units) are not used."""
+    rng = np.random.default_rng(seed)
+    units = pl.DataFrame({"unit_id": [3, 7, 8, 20, 41]}, schema={"unit_id": pl.Int64})
+    periods = 40
+    daily = pl.DataFrame(
+        {
+            "unit_id": rng.choice([3, 7, 8, 20, 41, 99], 150),
+            "day": rng.integers(-2, 45, 150),
+            "x": rng.normal(size=150),
+        },
+        schema={"unit_id": pl.Int64, "day": pl.Int64, "x": pl.Float64},
+    ).unique(subset=["unit_id", "day"], maintain_order=True)
+    events = pl.DataFrame(
+        {"unit_id": rng.choice([3, 7, 8, 20, 41, 55], 300), "day": rng.integers(0, 42, 300), "y": rng.normal(size=300)},
+        schema={"unit_id": pl.Int64, "day": pl.Int64, "y": pl.Float64},
+    )
+    cells: list[np.ndarray] = []
+    panel = open_grid(units, events, [daily], periods, "volume", cells)
+    assert panel is not None and len(cells) == 2
+    grid = (panel["unit_id"].to_numpy()[::periods], periods)
+    assert join_on_grid(panel, daily, grid, cells[0]).equals(join_on_grid(panel, daily, grid))
+    assert _with_event_means(panel, events, ["y"], (grid, cells[1])).equals(_with_event_means(panel, events, ["y"]))
+    other = (np.array([3, 7, 8]), periods)  # another grid's cells: found again
+    wrong = np.zeros(events.height, dtype=np.int64)
+    assert _with_event_means(panel, events, ["y"], (other, wrong)).equals(_with_event_means(panel, events, ["y"]))
