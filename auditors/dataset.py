@@ -109,7 +109,14 @@ def _amount_name(contract: Contract) -> str:
     return contract.measures.amount.name
 
 
-def _with_event_means(panel: pl.DataFrame, events: pl.DataFrame, event_vars: list[str]) -> pl.DataFrame:
+def _with_event_means(
+    panel: pl.DataFrame,
+    events: pl.DataFrame,
+    event_vars: list[str],
+    events_cells: tuple[Grid, np.ndarray] | None = None,
+) -> pl.DataFrame:
+    """The panel with each unit-day's mean of each event variable (`group_means` joined on). `events_cells`: the
+    events' cells in a grid (open_grid's), used where the panel still is that grid."""
     if not event_vars:
         return panel
     grid = _as_grid(panel)
@@ -123,7 +130,8 @@ def _with_event_means(panel: pl.DataFrame, events: pl.DataFrame, event_vars: lis
     # The panel is the whole unit x day grid in order: each event's cell is its row, and each cell's mean is
     # summed over its events in row order by bincount, as `group_means` sums each group (the same floats).
     unit_ids, periods = grid
-    at = grid_cells(events, unit_ids, periods)
+    known = events_cells is not None and events_cells[0][1] == periods and np.array_equal(events_cells[0][0], unit_ids)
+    at = events_cells[1] if known else grid_cells(events, unit_ids, periods)
     keep = at >= 0
     cell = at[keep]
     means = []
@@ -266,11 +274,12 @@ def from_observed(world: World, clean: bool = True) -> Dataset:
     skip = {"unit_id", "name", "region"} | keys.mapping_columns
     units = master.select("unit_id", *[c for c in master.columns if c not in skip])
     units = units.filter(pl.col("unit_id").is_not_null()).unique(subset=["unit_id"], keep="first", maintain_order=True)
-    panel = _observed_panel(contract, by_grain, keys, units_of, clean, units, events)
+    panel, events_cells = _observed_panel(contract, by_grain, keys, units_of, clean, units, events)
     if clean:
         panel = _shared_series_consensus(contract, panel, master)
     event_vars = [v.name for v in contract.variables if v.grain == "event" and v.name in events.columns]
-    return Dataset(units, _with_event_means(panel, events, event_vars), events, _capacity_name(contract))
+    panel = _with_event_means(panel, events, event_vars, events_cells)
+    return Dataset(units, panel, events, _capacity_name(contract))
 
 
 def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_of: dict, clean: bool) -> pl.DataFrame:
@@ -285,12 +294,14 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
         for column in [amount] + [v for v in event_vars if v in events.columns]:
             events = repair_unit_drift(events, column, units_of[column], daily)
     for _, detail in by_grain.get("event_detail", []):
-        detail = detail.drop("time", strict=False)
+        detail, event_rows = detail.drop("time", strict=False), None
         if clean:
             detail = first_per_event(detail)
             for column in [c for c in detail.columns if c in event_vars]:
-                detail = repair_unit_drift(_dated(detail, events), column, units_of[column]).drop("day")
-        events = _with_detail(events, detail)
+                dated, event_rows = _dated_rows(detail, events)
+                detail = repair_unit_drift(dated, column, units_of[column]).drop("day")  # the same rows, in order
+        # The events' ids are distinct here when cleaning (first_per_event): each detail row's event is its match.
+        events = _with_detail(events, detail, event_rows)
     return events.select("event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns])
 
 
@@ -319,22 +330,50 @@ def first_per_event(frame: pl.DataFrame) -> pl.DataFrame:
 def _dated(detail: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """detail.join(events.select("event_id", "day"), on="event_id"): the detail rows of known events, in their
     order, with the event's day (read by position where the events' ids are distinct 64-bit integers)."""
+    return _dated_rows(detail, events)[0]
+
+
+def _dated_rows(detail: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray | None]:
+    """`_dated`, and each of its rows' event (its row in `events`; None if the join's columns would clash).
+    Where the join runs (text ids), it carries the events' row numbers along: a join pairs rows by their keys
+    alone, so one more column on the right leaves its pairs and their order as they were."""
     at = row_of(detail["event_id"], events["event_id"]) if "day" not in detail.columns else None
     if at is None:
-        return detail.join(events.select("event_id", "day"), on="event_id")
+        if EVENT_ROW in detail.columns:
+            return detail.join(events.select("event_id", "day"), on="event_id"), None
+        joined = detail.join(events.select("event_id", "day").with_row_index(EVENT_ROW), on="event_id")
+        return joined.drop(EVENT_ROW), joined[EVENT_ROW].to_numpy().astype(np.int64)
     known = at >= 0
-    return detail.filter(pl.Series(known)).with_columns(events["day"].gather(at[known]))
+    return detail.filter(pl.Series(known)).with_columns(events["day"].gather(at[known])), at[known]
 
 
-def _with_detail(events: pl.DataFrame, detail: pl.DataFrame) -> pl.DataFrame:
+EVENT_ROW = "__event_row"  # the events' row numbers carried through `_dated_rows`' join
+
+
+def _with_detail(events: pl.DataFrame, detail: pl.DataFrame, event_rows: np.ndarray | None = None) -> pl.DataFrame:
     """events.join(detail, on="event_id", how="left"): each event's detail row gathered by position (null where
-    it has none) where the detail's ids are distinct 64-bit integers and no column would be suffixed."""
+    it has none) where the detail's ids are distinct 64-bit integers and no column would be suffixed.
+
+    `event_rows` (from `_dated_rows`), if given, is each detail row's event, and the events' ids are distinct:
+    an event's matches are then the detail rows naming its row, and with no row named twice, the join's rows
+    are the events' own (no id needs comparing again)."""
     names = [c for c in detail.columns if c != "event_id"]
-    at = row_of(events["event_id"], detail["event_id"]) if not any(c in events.columns for c in names) else None
+    if any(c in events.columns for c in names):
+        return events.join(detail, on="event_id", how="left")
+    at = _rows_named(event_rows, events.height) if event_rows is not None else None
+    if at is None:
+        at = row_of(events["event_id"], detail["event_id"])
     if at is None:
         return events.join(detail, on="event_id", how="left")
     rows = pl.Series(at).set(pl.Series(at < 0), None)
-    return events.hstack([detail[c].gather(rows) for c in names])
+    return events.hstack(detail.select(names).gather(rows).get_columns())
+
+
+def _rows_named(event_rows: np.ndarray, height: int) -> np.ndarray | None:
+    """Each event's detail row (-1 where none names it), None if a row is named twice (the join repeats it)."""
+    at = np.full(height, -1, dtype=np.int64)
+    at[event_rows] = np.arange(len(event_rows))
+    return at if np.count_nonzero(at >= 0) == len(event_rows) else None
 
 
 def row_of(keys: pl.Series, ids: pl.Series) -> np.ndarray | None:
@@ -380,31 +419,38 @@ def rows_in_span(wanted: np.ndarray, known: np.ndarray, table: np.ndarray) -> np
 # size: the panel is assembled from every kind of file an analysis has already read
 def _observed_panel(
     contract: Contract, by_grain: dict, keys: UnitKeys, units_of: dict, clean: bool, units: pl.DataFrame, events
-) -> pl.DataFrame:
+) -> tuple[pl.DataFrame, tuple[Grid, np.ndarray] | None]:
     """The unit x day grid: `open` where the unit was seen operating, the volume counted from the events,
-    every daily file joined on, every change log expanded into daily steps."""
+    every daily file joined on, every change log expanded into daily steps. Also the events' cells in the grid
+    open_grid laid out (and that grid), if it did."""
     periods, volume = contract.timeline.periods, contract.volume.name
     daily = [(d, keys.resolve(f, d)) for d, f in by_grain.get("panel", [])]
-    panel = open_grid(units, events, [f for _, f in daily], periods, volume)
+    frame_cells: list[np.ndarray] = []  # each daily file's cells in open_grid's grid, then the events'
+    panel = open_grid(units, events, [f for _, f in daily], periods, volume, frame_cells)
     grid = None
     if panel is None:  # keys that are not all 64-bit integers: the joins decide (or refuse)
         panel = joined_grid(units, events, [f for _, f in daily], periods, volume)
     elif periods > 0:  # open_grid lays out every unit's days 0..periods-1 in unit order: files join onto its cells
         grid = (panel["unit_id"].to_numpy()[::periods], periods)
-    for _, frame in daily:
+    events_cells = (grid, frame_cells[-1]) if grid is not None else None
+    for index, (_, frame) in enumerate(daily):
         # One row per unit and day is needed to join at all; a raw analysis just keeps the first.
-        frame = first_per_unit_day(frame.filter(pl.col("unit_id").is_not_null()))
+        known = frame.filter(pl.col("unit_id").is_not_null())
+        deduped = first_per_unit_day(known)
+        # The file's rows as open_grid placed them (repairs change values only): its cells hold while the grid does.
+        cells = frame_cells[index] if grid is not None and known.height == frame.height and deduped is known else None
+        frame = deduped
         if clean:
             # The same keys for every column's repair; distinct unit-days (just made so) are a daily panel.
             daily_panel = True if frame.height else is_daily_panel(frame)
             for column in [c for c in frame.columns if c not in ("unit_id", "day")]:
                 frame = repair_unit_drift(frame, column, units_of.get(column, ""), daily_panel)
-        panel, grid = _joined(panel, frame, grid)
+        panel, grid = _joined(panel, frame, grid, cells)
     for d, frame in by_grain.get("schedule", []):
         names = {f.name: f.source.split(".", 1)[1] for f in d.fields}  # the system's setting names
         schedule = keys.resolve(frame, d).with_columns(pl.col("field").replace(names))
         panel, grid = _expand_schedule(panel, schedule, grid)
-    return panel
+    return panel, events_cells
 
 
 def first_per_unit_day(frame: pl.DataFrame) -> pl.DataFrame:
@@ -425,16 +471,20 @@ def first_per_unit_day(frame: pl.DataFrame) -> pl.DataFrame:
 Grid = tuple[np.ndarray, int]  # (sorted unit ids, periods): a panel whose rows are every unit's days in order
 
 
-def _joined(panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None) -> tuple[pl.DataFrame, Grid | None]:
+def _joined(
+    panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None, cells: np.ndarray | None = None
+) -> tuple[pl.DataFrame, Grid | None]:
     """panel.join(frame, on=["unit_id", "day"], how="left"), and the grid the result still is (None once the
-    join itself ran: its row order is its own)."""
-    on_grid = join_on_grid(panel, frame, grid)
+    join itself ran: its row order is its own). `cells`: the frame's rows' cells in the grid, if known."""
+    on_grid = join_on_grid(panel, frame, grid, cells)
     if on_grid is None:
         return panel.join(frame, on=["unit_id", "day"], how="left"), None
     return on_grid, grid
 
 
-def join_on_grid(panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None) -> pl.DataFrame | None:
+def join_on_grid(
+    panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None, cells: np.ndarray | None = None
+) -> pl.DataFrame | None:
     """panel.join(frame, on=["unit_id", "day"], how="left") where the panel is the grid of `grid` and the frame
     has at most one row per unit-day: each cell's row gathered by position (null where none), the panel's
     rows in their order. None (the join must run) without a grid, for keys that are not 64-bit integers, a
@@ -448,14 +498,14 @@ def join_on_grid(panel: pl.DataFrame, frame: pl.DataFrame, grid: Grid | None) ->
     ):
         return None
     unit_ids, periods = grid
-    cells = grid_cells(frame, unit_ids, periods)
+    cells = grid_cells(frame, unit_ids, periods) if cells is None else cells  # given: as grid_cells found them
     matched = np.flatnonzero(cells >= 0)
     row = np.full(panel.height, -1, dtype=np.int64)
     row[cells[matched]] = matched
     if np.count_nonzero(row >= 0) != len(matched):  # two rows of one unit-day: the join repeats its cell
         return None
     at = pl.Series(row).set(pl.Series(row < 0), None)
-    return panel.hstack([frame[c].gather(at) for c in names])
+    return panel.hstack(frame.select(names).gather(at).get_columns())  # one gather of the frame: fewer calls
 
 
 def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl.DataFrame) -> pl.DataFrame:
@@ -476,12 +526,19 @@ def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl
     return panel.drop("region")
 
 
+# size: the grid, its cells and the frames' cells (`cells`, for the joins that follow) read best together
 def open_grid(
-    units: pl.DataFrame, events: pl.DataFrame, daily: list[pl.DataFrame], periods: int, volume: str
+    units: pl.DataFrame,
+    events: pl.DataFrame,
+    daily: list[pl.DataFrame],
+    periods: int,
+    volume: str,
+    cells_out: list[np.ndarray] | None = None,
 ) -> pl.DataFrame | None:
     """The unit x day grid with `open` and the volume, as the joins of `_days_seen` and the event counts onto
     it give them, computed on the grid's cells directly (every key is an integer: no join is needed); None
-    unless every unit and day column is Int64 (then the joins run, and refuse what they refuse)."""
+    unless every unit and day column is Int64 (then the joins run, and refuse what they refuse). Each frame's
+    rows' cells (`grid_cells`: the daily frames', then the events') are appended to `cells_out` if given."""
     frames = [*daily, events]
     if units.schema["unit_id"] != pl.Int64 or any(
         f.schema.get("unit_id") != pl.Int64 or f.schema.get("day") != pl.Int64 for f in frames
@@ -493,6 +550,8 @@ def open_grid(
     for frame in frames:
         at = grid_cells(frame, unit_ids, periods)
         is_open[at[at >= 0]] = 1
+        if cells_out is not None:
+            cells_out.append(at)
     # `at` is the events' cells (the last frame)
     counts = np.bincount(at[at >= 0], minlength=cells).astype(np.uint32)
     grid = pl.DataFrame(
@@ -612,7 +671,38 @@ def plausible_factors(unit: str) -> tuple[float, ...]:
 
 def is_daily_panel(frame: pl.DataFrame) -> bool:
     """Whether a frame is (nearly) one row per unit and day: a daily report of many units."""
-    return "unit_id" in frame.columns and frame.select("unit_id", "day").is_duplicated().mean() < 0.05
+    if "unit_id" not in frame.columns:
+        return False
+    repeated = _rows_repeating_keys(frame)
+    if repeated is None:
+        return frame.select("unit_id", "day").is_duplicated().mean() < DAILY_REPEATS
+    return repeated / frame.height < DAILY_REPEATS  # the mean of `is_duplicated`: the same count over the same n
+
+
+DAILY_REPEATS = 0.05  # a daily panel has fewer than 5% of its rows on a unit-day another row also has
+
+
+def _rows_repeating_keys(frame: pl.DataFrame) -> int | None:
+    """How many rows share their (unit_id, day) with another row (`is_duplicated().sum()`), counted in a table
+    of (unit, day) cells (units numbered in a table of their span), for Int64 keys without nulls in short spans
+    (fewer than DENSE_KEY_SPAN units and cells); else None."""
+    if frame.height == 0 or frame.schema.get("day") != pl.Int64 or frame.schema["unit_id"] != pl.Int64:
+        return None
+    unit, day = frame["unit_id"], frame["day"]
+    if unit.null_count() or day.null_count():
+        return None
+    unit, day = unit.to_numpy(), day.to_numpy()
+    low_unit, low_day = int(unit.min()), int(day.min())
+    unit_span, day_span = int(unit.max()) - low_unit + 1, int(day.max()) - low_day + 1
+    if unit_span >= DENSE_KEY_SPAN:
+        return None
+    present = np.zeros(unit_span, dtype=bool)
+    present[unit - low_unit] = True
+    numbered = np.cumsum(present) - 1  # each unit's number among the units present
+    if int(numbered[-1] + 1) * day_span >= DENSE_KEY_SPAN:
+        return None
+    counts = np.bincount(numbered[unit - low_unit] * day_span + (day - low_day))
+    return int(counts[counts > 1].sum())
 
 
 def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: bool | None = None) -> pl.DataFrame:
@@ -732,13 +822,22 @@ def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, 
     return day, float(jumps[k]), local, se
 
 
-# size: the search, the factor test and the persistence test read best as one sequence
 def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...]) -> tuple[int, float] | None:
     """The day most units' values jump from their previous report by the same plausible factor.
 
     The largest few report-to-report steps are tried in turn (a week from either end of the data): a
     level near zero early in a season can jump further than a switch, but it does not persist. A small
-    factor's step must also move the units alike (SCATTER_ALLOWANCE)."""
+    factor's step must also move the units alike (SCATTER_ALLOWANCE). On arrays where the steps are all
+    finite and no unit reports a day twice (`_adjacent_steps`), else in polars (`_adjacent_switch_plain`)."""
+    steps = _adjacent_steps(frame, column)
+    if steps is None:
+        return _adjacent_switch_plain(frame, column, factors)
+    return _adjacent_switch_arrays(frame, column, factors, *steps)
+
+
+# size: the search, the factor test and the persistence test read best as one sequence
+def _adjacent_switch_plain(frame: pl.DataFrame, column: str, factors: tuple[float, ...]) -> tuple[int, float] | None:
+    """`_adjacent_switch` by polars operations (the reference the array path is tested against)."""
     steps = (
         frame.filter(pl.col(column) > 0)
         .sort("unit_id", "day")
@@ -782,32 +881,135 @@ def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...
     return None
 
 
+# size: the plain path's sequence over arrays, step by step
+def _adjacent_switch_arrays(
+    frame: pl.DataFrame, column: str, factors: tuple[float, ...], day: np.ndarray, step: np.ndarray
+) -> tuple[int, float] | None:
+    """`_adjacent_switch_plain` on the steps' arrays (`_adjacent_steps`: ordered by day and step): each day's
+    median, count and scatter read from its run, the medians as polars takes them (`_sorted_medians`)."""
+    if len(step) == 0:
+        return None
+    first, last = int(frame["day"].min()), int(frame["day"].max())
+    starts, sizes = _runs(day)
+    days, medians, scatter = day[starts], _sorted_medians(step, starts, sizes), _scatter_widths(step, starts, sizes)
+    chosen = (sizes >= MIN_UNITS_FOR_STEP) & (days >= first + EDGE_DAYS) & (days <= last - EDGE_DAYS)
+    days, medians, sizes, scatter = days[chosen], medians[chosen], sizes[chosen], scatter[chosen]
+    ordinary_scatter = max(_median_of(scatter) or 0.0, MIN_SCATTER)
+    spread = 1.25 * 1.4826 * _median_of(np.abs(step - _median_of(step)))
+    ranked = np.lexsort((days, -np.abs(medians)))  # the largest median step first, then the earliest day
+    matches = known_factors(medians[ranked], 3 * spread / np.sqrt(sizes[ranked]), factors)
+    for row in np.flatnonzero(~np.isnan(matches))[:SWITCH_CANDIDATES]:
+        at, factor = ranked[row], float(matches[row])
+        best_day = int(days[at])
+        if not all(_persists(frame, column, best_day, factor, window) for window in (PERSIST_DAYS, SETTLED_DAYS)):
+            continue
+        if abs(np.log(factor)) < np.log(SMALL_FACTOR) and scatter[at] > SCATTER_ALLOWANCE * ordinary_scatter:
+            continue
+        on_day = step[day == best_day]
+        share = UNIT_STEP_SHARE * abs(np.log(factor))
+        moved = (np.sign(on_day) == np.sign(np.log(factor))) & (np.abs(on_day) > share)
+        if moved.mean() >= UNITS_SWITCHING:
+            return best_day, factor
+    return None
+
+
+def _adjacent_steps(frame: pl.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (day, step) pairs of `_adjacent_switch_plain`'s steps (each unit's log step from its previous
+    positive report at most ADJACENT_GAP_DAYS before), ordered by day and step; None (polars decides) unless
+    the keys are Int64 without nulls, days within DAY_LIMIT, no unit reports a day twice (the plain path's
+    sort would order such reports its own way) and every log is finite (so the medians are plain numbers)."""
+    if frame.schema.get("unit_id") != pl.Int64 or frame.schema.get("day") != pl.Int64:
+        return None
+    positive = frame.filter(pl.col(column) > 0)  # the plain path's rows (a NaN is above 0 in polars, its log NaN)
+    unit, day = positive["unit_id"], positive["day"]
+    if unit.null_count() or day.null_count():
+        return None
+    unit, day = unit.to_numpy(), day.to_numpy()
+    logs = positive[column].cast(pl.Float64).log().to_numpy()  # polars' own log, as in the plain path
+    if not np.all(np.isfinite(logs)) or (len(day) and (day.min() <= -DAY_LIMIT or day.max() >= DAY_LIMIT)):
+        return None
+    order = np.lexsort((day, unit))
+    unit, day, logs = unit[order], day[order], logs[order]
+    same_unit = unit[1:] == unit[:-1]
+    if np.any(same_unit & (day[1:] == day[:-1])):
+        return None
+    follows = same_unit & (day[1:] - day[:-1] <= ADJACENT_GAP_DAYS)
+    days, steps = day[1:][follows], (logs[1:] - logs[:-1])[follows]
+    # By day, then step: one sort of a key made of the day and the step's rank (faster than np.lexsort on
+    # floats). Equal steps are equal numbers (no step is -0.0): their order is no matter.
+    if len(steps) == 0 or (int(days.max()) - int(days.min()) + 1) * len(steps) >= 1 << 62:  # a key would overflow
+        order = np.lexsort((steps, days))
+    else:
+        rank = np.empty(len(steps), dtype=np.int64)
+        rank[np.argsort(steps)] = np.arange(len(steps))
+        order = np.argsort((days - days.min()) * len(steps) + rank)
+    return days[order], steps[order]
+
+
+DAY_LIMIT = 1 << 40  # days this far out are no calendar's: the plain path handles them (and any wrap-around)
+
+
+def _runs(day: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The start and length of each run of equal days in an ordered array."""
+    starts = np.flatnonzero(np.r_[True, day[1:] != day[:-1]]) if len(day) else np.zeros(0, dtype=np.int64)
+    return starts, np.diff(np.r_[starts, len(day)])
+
+
+def _sorted_medians(values: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Each run's median of values ordered within their runs, as polars computes a median: the middle value,
+    or for an even count the lower middle one plus half the way to the upper one (the lower one where they
+    are equal), which is not numpy's (lower + upper) / 2 to the last bit. For values with no -0.0 (a log step
+    is never -0.0: x - x is 0.0): polars may order a -0.0 and a 0.0 either way."""
+    lower, upper = values[starts + (sizes - 1) // 2], values[starts + sizes // 2]
+    return np.where(lower == upper, lower, lower + (upper - lower) * 0.5)
+
+
+def _median_of(values: np.ndarray) -> float | None:
+    """polars' median of finite values (None for none)."""
+    if len(values) == 0:
+        return None
+    return float(_sorted_medians(np.sort(values), np.zeros(1, dtype=np.int64), np.array([len(values)]))[0])
+
+
 def _narrowest_spreads(steps: pl.DataFrame) -> pl.DataFrame:
     """Each day's "scatter": the narrowest interval holding SCATTER_SHARE of its units' steps. A share of
     units hit by something else on a switch's day (rain in one region) leaves the rest as tight as on any
     day; units each moving by their own amount spread every such share."""
     ordered = steps.select("day", "step").sort("day", "step")
     day, step = ordered["day"].to_numpy(), ordered["step"].to_numpy()
-    starts = np.flatnonzero(np.r_[True, day[1:] != day[:-1]]) if len(day) else np.zeros(0, dtype=np.int64)
-    sizes = np.diff(np.r_[starts, len(day)])
+    starts, sizes = _runs(day)
+    scatter = _scatter_widths(step, starts, sizes)
+    return pl.DataFrame({"day": day[starts], "scatter": scatter}, schema_overrides={"day": ordered.schema["day"]})
+
+
+def _scatter_widths(step: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """`_narrowest_spreads`' widths, for steps ordered within each day's run."""
     held = np.maximum(np.ceil(SCATTER_SHARE * sizes).astype(np.int64), 2)  # steps an interval must hold
     group = np.repeat(np.arange(len(starts)), sizes)
-    first = np.flatnonzero(np.arange(len(day)) - starts[group] <= (sizes - held)[group])  # an interval opens here
+    first = np.flatnonzero(np.arange(len(step)) - starts[group] <= (sizes - held)[group])  # an interval opens here
     widths = np.full(len(starts), np.inf)
     np.minimum.at(widths, group[first], step[first + held[group[first]] - 1] - step[first])
-    return pl.DataFrame({"day": day[starts], "scatter": widths}, schema_overrides={"day": ordered.schema["day"]})
+    return widths
 
 
 def _around(frame: pl.DataFrame, day: int, reports: int) -> pl.Expr:
     """Rows within `reports` reporting days either side of `day` (closed stretches do not count: a switch
     made during a summer break is judged on the weeks of data either side of the break)."""
-    reported = sorted_unique(frame["day"].drop_nulls().to_numpy())
-    at = int(np.searchsorted(reported, day))
-    if len(reported) == 0:
+    bounds = _around_bounds(frame["day"].drop_nulls().to_numpy(), day, reports)
+    if bounds is None:
         return pl.lit(False)
+    return (pl.col("day") >= bounds[0]) & (pl.col("day") < bounds[1])
+
+
+def _around_bounds(days: np.ndarray, day: int, reports: int) -> tuple[int, int] | None:
+    """`_around`'s days: from the first (opens) to before the last (closes); None where no day is reported."""
+    reported = sorted_unique(days)
+    if len(reported) == 0:
+        return None
+    at = int(np.searchsorted(reported, day))
     opens = int(reported[max(at - reports, 0)])
     closes = int(reported[at + reports]) if at + reports < len(reported) else int(reported[-1]) + 1
-    return (pl.col("day") >= opens) & (pl.col("day") < closes)
+    return opens, closes
 
 
 def _persists(frame: pl.DataFrame, column: str, day: int, factor: float, reports: int) -> bool:
@@ -870,22 +1072,62 @@ def _whole_step(days: np.ndarray, logs: np.ndarray, day: int) -> tuple[float, fl
 
 def _window_step(frame: pl.DataFrame, column: str, day: int, window: int) -> tuple[float, float] | None:
     """Median across units of each unit's log step between the `window` days before and after `day`."""
-    near = _around(frame, day, window) & (pl.col(column) > 0)
-    logged = pl.col(column).cast(pl.Float64).log()
-    per_unit = (
-        frame.filter(near)
-        .group_by("unit_id")
-        .agg(
-            logged.filter(pl.col("day") >= day).median().alias("after"),
-            logged.filter(pl.col("day") < day).median().alias("before"),
+    levels = _unit_levels_around(frame, column, day, window, logged=True)
+    if levels is None:  # polars decides
+        near = _around(frame, day, window) & (pl.col(column) > 0)
+        logged = pl.col(column).cast(pl.Float64).log()
+        per_unit = (
+            frame.filter(near)
+            .group_by("unit_id")
+            .agg(
+                logged.filter(pl.col("day") >= day).median().alias("after"),
+                logged.filter(pl.col("day") < day).median().alias("before"),
+            )
+            .drop_nulls()
         )
-        .drop_nulls()
-    )
-    steps = per_unit["after"].to_numpy() - per_unit["before"].to_numpy()
+        levels = per_unit["before"].to_numpy(), per_unit["after"].to_numpy()
+    steps = levels[1] - levels[0]  # in the units' order, which no median depends on
     if len(steps) < MIN_UNITS_FOR_STEP:
         return None
     median = float(np.median(steps))
     return median, 1.25 * 1.4826 * float(np.median(np.abs(steps - median))) / np.sqrt(len(steps))
+
+
+# size: the plain path's filter, grouping and medians, each on arrays
+def _unit_levels_around(
+    frame: pl.DataFrame, column: str, day: int, reports: int, logged: bool
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each unit's median level (of its logs if `logged`) over its positive values in the `reports` reporting
+    days before `day` and over those from `day` on (`_around`), for the units with values on both sides:
+    (before, after), the units in no particular order. On arrays, as polars takes medians (`_sorted_medians`);
+    None (polars decides) unless the keys are Int64 without nulls and the levels finite Float64 numbers."""
+    if frame.schema.get("unit_id") != pl.Int64 or frame.schema.get("day") != pl.Int64:
+        return None
+    if not logged and frame.schema[column] != pl.Float64:  # an integer median is polars' own conversion
+        return None
+    unit, days = frame["unit_id"], frame["day"]
+    if unit.null_count() or days.null_count():
+        return None
+    days = days.to_numpy()
+    bounds = _around_bounds(days, day, reports)
+    if bounds is None:
+        return np.zeros(0), np.zeros(0)
+    values = frame[column]
+    rows = (days >= bounds[0]) & (days < bounds[1]) & (values > 0).fill_null(False).to_numpy()  # as filter keeps
+    picked = values.filter(pl.Series(rows))
+    level = picked.cast(pl.Float64).log().to_numpy() if logged else picked.to_numpy()  # polars' own log
+    if not np.all(np.isfinite(level)):
+        return None
+    unit, after = unit.to_numpy()[rows], days[rows] >= day
+    order = np.lexsort((level, after, unit))  # each unit's values before, then after, each side in order
+    unit, after, level = unit[order], after[order], level[order]
+    if len(unit) == 0:
+        return np.zeros(0), np.zeros(0)
+    starts = np.flatnonzero(np.r_[True, (unit[1:] != unit[:-1]) | (after[1:] != after[:-1])])  # a unit's side
+    medians = _sorted_medians(level, starts, np.diff(np.r_[starts, len(unit)]))
+    run_unit, run_after = unit[starts], after[starts]
+    both = (run_unit[1:] == run_unit[:-1]) & ~run_after[:-1] & run_after[1:]  # a unit's before run, then its after
+    return medians[:-1][both], medians[1:][both]
 
 
 def _unit_step(frame: pl.DataFrame, column: str, day: int, pooled: float, pooled_se: float) -> tuple[float, float]:
@@ -934,18 +1176,21 @@ def known_factors(steps: np.ndarray, noise: np.ndarray, factors: tuple[float, ..
 
 def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> bool:
     """A system migration changes every unit's numbers by the same factor on the same day."""
-    window = frame.filter(_around(frame, from_day, UNIT_WINDOW_DAYS) & (pl.col(column) > 0))
-    per_unit = (
-        window.group_by("unit_id")
-        .agg(
-            pl.col(column).filter(pl.col("day") < from_day).median().alias("before"),
-            pl.col(column).filter(pl.col("day") >= from_day).median().alias("after"),
+    levels = _unit_levels_around(frame, column, from_day, UNIT_WINDOW_DAYS, logged=False)
+    if levels is None:  # polars decides
+        window = frame.filter(_around(frame, from_day, UNIT_WINDOW_DAYS) & (pl.col(column) > 0))
+        per_unit = (
+            window.group_by("unit_id")
+            .agg(
+                pl.col(column).filter(pl.col("day") < from_day).median().alias("before"),
+                pl.col(column).filter(pl.col("day") >= from_day).median().alias("after"),
+            )
+            .drop_nulls()
         )
-        .drop_nulls()
-    )
-    if per_unit.height == 0:
+        levels = per_unit["before"].to_numpy(), per_unit["after"].to_numpy()
+    if len(levels[0]) == 0:
         return False
-    ratio = np.log(per_unit["after"].to_numpy() / per_unit["before"].to_numpy())
+    ratio = np.log(levels[1] / levels[0])
     step = np.log(factor)
     moved = (np.sign(ratio) == np.sign(step)) & (np.abs(ratio) > UNIT_STEP_SHARE * abs(step))
     return float(np.mean(moved)) >= UNITS_SWITCHING
