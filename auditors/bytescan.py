@@ -15,10 +15,16 @@ from contracts.safeio import MIB
 BRACE_BLOCK = MIB  # braces are looked for a MiB at a time (their positions: 8 bytes a brace)
 
 
-def braces_not_after(data: bytes, before: bytes) -> int:
+NEWLINE = ord("\n")
+
+
+def braces_not_after(data: bytes, before: bytes, lines: np.ndarray | None = None) -> int:
     """data.count(b"{") - data.count(before + b"{"): the `{` not right after `before`, found with numpy in
     blocks instead of by two counts. `before` holds no `{`, so no two matches of `before{` overlap and each
-    ends at its own `{` (which is what makes the two the same number)."""
+    ends at its own `{` (which is what makes the two the same number).
+
+    With `lines` (a writable copy of `data`'s bytes), the byte right before each `{` that follows `before`
+    is made a line break there, in the same pass (`},{` -> `}\n{`: an array's records as NDJSON lines)."""
     assert b"{" not in before
     array = np.frombuffer(data, dtype=np.uint8)
     lone = 0
@@ -28,6 +34,8 @@ def braces_not_after(data: bytes, before: bytes) -> int:
         for back, byte in enumerate(reversed(before), 1):
             after &= (at >= back) & (array[np.maximum(at - back, 0)] == byte)
         lone += len(at) - int(np.count_nonzero(after))
+        if lines is not None:
+            lines[at[after] - 1] = NEWLINE  # `after` holds only braces at `len(before)` or later
     return lone
 
 
