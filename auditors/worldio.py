@@ -507,30 +507,38 @@ def _schema(text: pl.DataFrame, quoted: set[str]) -> dict[str, pl.DataType]:
     A column in `quoted` (holding a value with a comma or a line break) is text. Every other column's first
     values are inferred first (in one read for all columns; one text value settles it); for a column they
     leave numeric, the values are checked against the plain pattern of that type in one pass
-    (`_plain_numbers`); for a column that fails it, its distinct values are inferred. Polars infers a field's type from the pattern of its characters, in
-    which any ASCII digit may stand for any other (and, for an integer, from whether it fits in an Int64):
+    (`_plain_numbers`); for a column that fails it, its distinct values are inferred. Polars infers a
+    field's type from the pattern of its characters, in which any ASCII digit may stand for any other (and, for an integer, from whether it fits in an Int64):
     when the values are ASCII of at most 18 bytes (any integer among them fits), each digit is replaced by
     0, which changes no value's inferred type and leaves a handful of distinct values (shapes) to infer."""
     schema: dict[str, pl.DataType] = dict.fromkeys(text.columns, pl.String)
-    values = {}
-    for name in text.columns:
-        column = text[name].drop_nulls()
-        if not column.is_empty() and name not in quoted:
-            values[name] = column
-    heads = _infer_columns({name: column.head(CSV_SAMPLE) for name, column in values.items()})
-    long_numeric = [name for name, column in values.items() if heads[name] != pl.String and column.len() > CSV_SAMPLE]
+    counts = {name: text[name].len() - text[name].null_count() for name in text.columns if name not in quoted}
+    values = {name: text[name] for name, count in counts.items() if count}  # columns with a value, nulls kept
+    heads = _infer_columns({name: _first_values(column, CSV_SAMPLE) for name, column in values.items()})
+    long_numeric = [name for name in values if heads[name] != pl.String and counts[name] > CSV_SAMPLE]
     proven = _plain_numbers(text, {name: heads[name] for name in long_numeric})
     distinct = {}
     for name, column in values.items():
         schema[name] = heads[name]
         if name in long_numeric and name not in proven:
-            column = column.unique()
+            column = column.drop_nulls().unique()
             shapes = set(column.str.join("\n").item().encode().translate(DIGITS_AS_ZERO).split(b"\n"))
             if all(len(shape) <= DIGITS_KEPT and shape.isascii() for shape in shapes):
                 column = pl.Series(sorted(shape.decode() for shape in shapes))
             distinct[name] = column
     schema.update(_infer_columns(distinct))
     return schema
+
+
+HEAD_ROWS = 4 * CSV_SAMPLE  # rows that usually hold a column's first values (else the whole column is looked at)
+
+
+def _first_values(column: pl.Series, count: int) -> pl.Series:
+    """`column.drop_nulls().head(count)`, without copying a long column's every value to find them."""
+    head = column.head(HEAD_ROWS).drop_nulls()
+    if head.len() < count and column.len() > HEAD_ROWS:
+        head = column.drop_nulls()
+    return head.head(count)
 
 
 # Plain decimal numbers: every value of a column matching the pattern of its first values' type infers, by

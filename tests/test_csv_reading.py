@@ -7,7 +7,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditors.worldio import CSV_SAMPLE, PLAIN_PATTERNS, _plain_shapes_infer, _quoted_columns, read_csv
+from auditors.worldio import (
+    CSV_SAMPLE,
+    HEAD_ROWS,
+    PLAIN_PATTERNS,
+    _first_values,
+    _plain_shapes_infer,
+    _quoted_columns,
+    read_csv,
+)
 from contracts.safeio import json_depth
 
 LONG = 20_000  # past polars' default inference window, so a late value changes the type
@@ -155,6 +163,18 @@ def test_quoted_columns_counts(values):
     )
     for data in (b'a,b,c\n""', b'a,b,c\n""""', b"a,b,c\n"):
         assert _quoted_columns(data, text) == _quoted_columns_per_column(data, text)
+
+
+@given(
+    nulls=st.lists(st.booleans(), max_size=3 * HEAD_ROWS),
+    leading=st.sampled_from([0, HEAD_ROWS - CSV_SAMPLE, HEAD_ROWS - 1, HEAD_ROWS, 2 * HEAD_ROWS]),
+)
+@FUZZ
+def test_first_values_are_the_first_non_null_values(nulls, leading):
+    column = pl.Series(
+        "a", [None] * leading + [None if null else str(k) for k, null in enumerate(nulls)], dtype=pl.String
+    )
+    assert _first_values(column, CSV_SAMPLE).to_list() == column.drop_nulls().head(CSV_SAMPLE).to_list()
 
 
 @pytest.mark.parametrize(
