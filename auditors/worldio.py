@@ -131,9 +131,12 @@ def load_world(path: Path) -> World:
     try:
         records = _read_ledger(path)
     except WorldFormatError:
-        records = []  # an unreadable ledger is a verdict (the ledger check fails), not a refusal
-    _check_ledger_paths(path, records)  # a name that leaves the world is a refusal
-    return World(path=path, meta=meta, raw_contract=raw, contract=contract, contract_error=error)
+        records = None  # an unreadable ledger is a verdict (the ledger check fails), not a refusal
+    _check_ledger_paths(path, records or [])  # a name that leaves the world is a refusal
+    world = World(path=path, meta=meta, raw_contract=raw, contract=contract, contract_error=error)
+    if records is not None:  # read and checked: what `World.ledger` would read again (it raises otherwise)
+        world.__dict__["ledger"] = records
+    return world
 
 
 def _read_ledger(root: Path) -> list:
