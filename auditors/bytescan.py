@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from contracts.safeio import MIB
 
@@ -77,16 +76,18 @@ def trailing_digit_numbers(keys: pl.Series) -> pl.Series | None:
     return found.set(keys.is_null(), None) if keys.null_count() else found
 
 
-ARROW_TEXT = (pa.large_string(), pa.string())  # offsets-and-bytes layouts: a column's bytes back to back
+ARROW_TEXT = {"large_string": np.int64, "string": np.int32}  # offsets-and-bytes layouts: their offset types
 
 
 def _lengths_and_bytes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     """The byte lengths of a text column without nulls, and all its bytes back to back (what
     `str.len_bytes()` and `str.join("")` give), read off the Arrow array polars exports (one copy of the
     bytes, where the two polars calls make three); the polars calls for a layout other than offsets-and-bytes."""
+    import pyarrow as pa  # here, not at import: a process that only loads worlds never needs it
+
     array = texts.to_arrow()
-    if isinstance(array, pa.Array) and array.type in ARROW_TEXT and array.null_count == 0:
-        offset_type = np.int64 if array.type == pa.large_string() else np.int32
+    if isinstance(array, pa.Array) and str(array.type) in ARROW_TEXT and array.null_count == 0:
+        offset_type = ARROW_TEXT[str(array.type)]
         offsets = np.frombuffer(array.buffers()[1], dtype=offset_type)[array.offset : array.offset + len(array) + 1]
         data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
         return np.diff(offsets).astype(np.int64), data

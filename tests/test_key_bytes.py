@@ -45,7 +45,7 @@ def test_keys_read_off_either_layout_as_the_regex_reads_them(monkeypatch, layout
     """Generated and odd key styles, in chunked and sliced columns, through the Arrow buffers and through
     the polars calls (the fallback for another layout): the regex's numbers, or no answer."""
     if layout == "polars":
-        monkeypatch.setattr(bytescan, "ARROW_TEXT", ())
+        monkeypatch.setattr(bytescan, "ARROW_TEXT", {})
     keys = _shaped([style.format(n) for n in numbers], split, start)
     if keys.is_empty():
         return
