@@ -15,10 +15,16 @@ from contracts.safeio import MIB
 BRACE_BLOCK = MIB  # braces are looked for a MiB at a time (their positions: 8 bytes a brace)
 
 
-def braces_not_after(data: bytes, before: bytes) -> int:
+NEWLINE = ord("\n")
+
+
+def braces_not_after(data: bytes, before: bytes, lines: np.ndarray | None = None) -> int:
     """data.count(b"{") - data.count(before + b"{"): the `{` not right after `before`, found with numpy in
     blocks instead of by two counts. `before` holds no `{`, so no two matches of `before{` overlap and each
-    ends at its own `{` (which is what makes the two the same number)."""
+    ends at its own `{` (which is what makes the two the same number).
+
+    With `lines` (a writable copy of `data`'s bytes), the byte right before each `{` that follows `before`
+    is made a line break there, in the same pass (`},{` -> `}\n{`: an array's records as NDJSON lines)."""
     assert b"{" not in before
     array = np.frombuffer(data, dtype=np.uint8)
     lone = 0
@@ -28,6 +34,8 @@ def braces_not_after(data: bytes, before: bytes) -> int:
         for back, byte in enumerate(reversed(before), 1):
             after &= (at >= back) & (array[np.maximum(at - back, 0)] == byte)
         lone += len(at) - int(np.count_nonzero(after))
+        if lines is not None:
+            lines[at[after] - 1] = NEWLINE  # `after` holds only braces at `len(before)` or later
     return lone
 
 
@@ -45,23 +53,46 @@ def trailing_digit_numbers(keys: pl.Series) -> pl.Series | None:
     texts = keys.fill_null("0") if keys.null_count() else keys
     if texts.is_empty():
         return None
-    lengths = texts.str.len_bytes().to_numpy()
+    lengths, data = _lengths_and_bytes(texts)
     if lengths.min() < 1 or lengths.max() > MAX_KEY_BYTES:
         return None
     widths = np.flatnonzero(np.bincount(lengths))
     if len(widths) > MAX_KEY_WIDTHS:
         return None
-    numbers = np.zeros(len(lengths), dtype=np.int64)
-    for width in widths:
-        rows = lengths == width
-        same_width = texts if len(widths) == 1 else texts.filter(pl.Series(rows))
-        data = np.frombuffer(same_width.str.join("").item().encode(), dtype=np.uint8)
-        block = _fixed_width_numbers(data.reshape(-1, width).T)
-        if block is None:
+    if len(widths) == 1:  # all keys of one length (the generator's): their bytes are the matrix
+        numbers = _fixed_width_numbers(data.reshape(-1, int(widths[0])).T)
+        if numbers is None:
             return None
-        numbers[rows] = block
+    else:
+        numbers = np.zeros(len(lengths), dtype=np.int64)
+        for width in widths:
+            rows = lengths == width
+            same_width = np.frombuffer(texts.filter(pl.Series(rows)).str.join("").item().encode(), dtype=np.uint8)
+            block = _fixed_width_numbers(same_width.reshape(-1, width).T)
+            if block is None:
+                return None
+            numbers[rows] = block
     found = pl.Series(keys.name, numbers)  # an int64 array: an Int64 column
     return found.set(keys.is_null(), None) if keys.null_count() else found
+
+
+ARROW_TEXT = {"large_string": np.int64, "string": np.int32}  # offsets-and-bytes layouts: their offset types
+
+
+def _lengths_and_bytes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The byte lengths of a text column without nulls, and all its bytes back to back (what
+    `str.len_bytes()` and `str.join("")` give), read off the Arrow array polars exports (one copy of the
+    bytes, where the two polars calls make three); the polars calls for a layout other than offsets-and-bytes."""
+    import pyarrow as pa  # here, not at import: a process that only loads worlds never needs it
+
+    array = texts.to_arrow()
+    if isinstance(array, pa.Array) and str(array.type) in ARROW_TEXT and array.null_count == 0:
+        offset_type = ARROW_TEXT[str(array.type)]
+        offsets = np.frombuffer(array.buffers()[1], dtype=offset_type)[array.offset : array.offset + len(array) + 1]
+        data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+        return np.diff(offsets).astype(np.int64), data
+    lengths = texts.str.len_bytes().to_numpy().astype(np.int64, copy=False)
+    return lengths, np.frombuffer(texts.str.join("").item().encode(), dtype=np.uint8)
 
 
 def _fixed_width_numbers(keys: np.ndarray) -> np.ndarray | None:

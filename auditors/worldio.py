@@ -8,6 +8,7 @@ by the system's date style.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import io
 import itertools
 import os
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from auditors.bytescan import braces_not_after, trailing_digit_numbers
@@ -129,9 +131,12 @@ def load_world(path: Path) -> World:
     try:
         records = _read_ledger(path)
     except WorldFormatError:
-        records = []  # an unreadable ledger is a verdict (the ledger check fails), not a refusal
-    _check_ledger_paths(path, records)  # a name that leaves the world is a refusal
-    return World(path=path, meta=meta, raw_contract=raw, contract=contract, contract_error=error)
+        records = None  # an unreadable ledger is a verdict (the ledger check fails), not a refusal
+    _check_ledger_paths(path, records or [])  # a name that leaves the world is a refusal
+    world = World(path=path, meta=meta, raw_contract=raw, contract=contract, contract_error=error)
+    if records is not None:  # read and checked: what `World.ledger` would read again (it raises otherwise)
+        world.__dict__["ledger"] = records
+    return world
 
 
 def _read_ledger(root: Path) -> list:
@@ -271,8 +276,9 @@ def read_json_records(data: bytes) -> pl.DataFrame | None:
     exactly what polars writes for a frame of flat columns (the generator's own files), read by polars'
     JSON reader (several times faster); None for any other document (the caller parses it the plain way).
 
-    The records are read with the types their first and last records show (or, should that fail, with
-    every record's), and accepted only if writing the frame again gives their bytes back. Then each record
+    The records are read with the types their first and last records show, as NDJSON lines (`},{` made
+    `}\n{` where the flat-array scan finds them; polars' line reader is faster than its array reader) or,
+    should that fail, as the array (with those types, then with every record's), and accepted only if writing the frame again gives their bytes back. Then each record
     holds every column once, in the frame's order, each value written as polars writes its type (a float
     with a point or an exponent, an integer without, valid UTF-8 without lone surrogates): the stdlib
     parser reads those bytes as the same values, and those values infer the same types (a column of
@@ -283,25 +289,38 @@ def read_json_records(data: bytes) -> pl.DataFrame | None:
     if header is None or end < header.end():
         return None
     body = data[header.end() : end]
-    if not _flat_array(body):
+    marked = np.frombuffer(body, dtype=np.uint8).copy()
+    if not _flat_array(body, marked):
         return None
-    for schema in (_sampled_schema(body), None):
+    # The records as NDJSON lines (`},{` -> `}\n{`, without the brackets) read in less time than the array;
+    # that is only the first try: whichever way a frame is read, it is accepted only if it writes `body` back.
+    lines = marked[1:-1].tobytes() if body.startswith(b"[") and body.endswith(b"]") else None
+    sampled = _sampled_schema(body)
+    for read, source, schema in (
+        (pl.read_ndjson, lines, sampled),
+        (pl.read_json, body, sampled),
+        (pl.read_json, body, None),
+    ):
+        if source is None:
+            continue
         try:
-            frame = pl.read_json(body, schema=schema, infer_schema_length=None)
+            frame = read(source, schema=schema, infer_schema_length=None)
         except (Exception, pl.exceptions.PanicException):  # noqa: BLE001 - not polars' own output: try the next way
             continue
         if _writes_back(frame, body):
-            return frame
+            return frame.rechunk()  # one chunk a column, as the array reader gives (the line reader gives several)
     return None
 
 
-def _flat_array(body: bytes) -> bool:
+def _flat_array(body: bytes, lines: np.ndarray | None = None) -> bool:
     """Whether an array's brackets can only be polars' flat records: one `[`, and every `{` but the first
     (if any) opening a record right after the previous one closed (`},{`). Nothing else reaches polars'
     reader, whose type inference takes minutes on a few kilobytes nested a thousand deep (the stdlib path
-    refuses those at 64 levels); a string holding a bracket sends its file the plain way too, at its cost."""
+    refuses those at 64 levels); a string holding a bracket sends its file the plain way too, at its cost.
+    With `lines` (a writable copy of the body's bytes), the commas of those `},{` become line breaks in it
+    (for a flat array: its records as NDJSON, each line flat as `_check_ndjson_depth` requires)."""
     first = body.find(b"[")
-    return first >= 0 and body.find(b"[", first + 1) < 0 and braces_not_after(body, b"},") <= 1
+    return first >= 0 and body.find(b"[", first + 1) < 0 and braces_not_after(body, b"},", lines) <= 1
 
 
 def _sampled_schema(body: bytes) -> dict[str, pl.DataType] | None:
@@ -461,18 +480,24 @@ def _quoted_columns(data: bytes, text: pl.DataFrame) -> set[str] | None:
     header = data[: data.find(b"\n")] if b"\n" in data else data
     if b'"' in header:
         return None
-    needed, columns = 0, set()
-    for name in text.columns:
-        column = text[name]
-        if column.null_count() == column.len():
-            continue
-        if column.str.contains('"', literal=True).any():
-            return None
-        special = int(column.str.contains(SPECIAL).sum())
-        if special:
-            needed += 2 * special
-            columns.add(name)
-    return columns if data.count(b'"') == needed else None
+    if not text.width:
+        return set() if _quote_count(data) == 0 else None
+    # One select for all columns (a select per column costs more than the scans themselves); the prefixes
+    # keep the two kinds of results apart whatever the columns are named.
+    found = text.select(
+        pl.all().str.contains('"', literal=True).any().name.prefix("q"),
+        pl.all().str.contains(SPECIAL).sum().name.prefix("s"),
+    ).row(0)
+    if any(found[: text.width]):
+        return None
+    specials = found[text.width :]
+    columns = {name for name, special in zip(text.columns, specials, strict=True) if special}
+    return columns if _quote_count(data) == 2 * sum(specials) else None
+
+
+def _quote_count(data: bytes) -> int:
+    """data.count(b'"'), counted by numpy (a few times faster than the bytes method)."""
+    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == ord('"')))
 
 
 DIGITS_KEPT = 18  # bytes: an integer of this many digits (or fewer) is an Int64 whatever its digits
@@ -484,28 +509,75 @@ def _schema(text: pl.DataFrame, quoted: set[str]) -> dict[str, pl.DataType]:
 
     A column in `quoted` (holding a value with a comma or a line break) is text. Every other column's first
     values are inferred first (in one read for all columns; one text value settles it); for a column they
-    leave numeric, its distinct values are. Polars infers a field's type from the pattern of its characters, in
-    which any ASCII digit may stand for any other (and, for an integer, from whether it fits in an Int64):
+    leave numeric, the values are checked against the plain pattern of that type in one pass
+    (`_plain_numbers`); for a column that fails it, its distinct values are inferred. Polars infers a
+    field's type from the pattern of its characters, in which any ASCII digit may stand for any other (and, for an integer, from whether it fits in an Int64):
     when the values are ASCII of at most 18 bytes (any integer among them fits), each digit is replaced by
     0, which changes no value's inferred type and leaves a handful of distinct values (shapes) to infer."""
     schema: dict[str, pl.DataType] = dict.fromkeys(text.columns, pl.String)
-    values = {}
-    for name in text.columns:
-        column = text[name].drop_nulls()
-        if not column.is_empty() and name not in quoted:
-            values[name] = column
-    heads = _infer_columns({name: column.head(CSV_SAMPLE) for name, column in values.items()})
+    counts = {name: text[name].len() - text[name].null_count() for name in text.columns if name not in quoted}
+    values = {name: text[name] for name, count in counts.items() if count}  # columns with a value, nulls kept
+    heads = _infer_columns({name: _first_values(column, CSV_SAMPLE) for name, column in values.items()})
+    long_numeric = [name for name in values if heads[name] != pl.String and counts[name] > CSV_SAMPLE]
+    proven = _plain_numbers(text, {name: heads[name] for name in long_numeric})
     distinct = {}
     for name, column in values.items():
         schema[name] = heads[name]
-        if heads[name] != pl.String and column.len() > CSV_SAMPLE:
-            column = column.unique()
+        if name in long_numeric and name not in proven:
+            column = column.drop_nulls().unique()
             shapes = set(column.str.join("\n").item().encode().translate(DIGITS_AS_ZERO).split(b"\n"))
             if all(len(shape) <= DIGITS_KEPT and shape.isascii() for shape in shapes):
                 column = pl.Series(sorted(shape.decode() for shape in shapes))
             distinct[name] = column
     schema.update(_infer_columns(distinct))
     return schema
+
+
+HEAD_ROWS = 4 * CSV_SAMPLE  # rows that usually hold a column's first values (else the whole column is looked at)
+
+
+def _first_values(column: pl.Series, count: int) -> pl.Series:
+    """`column.drop_nulls().head(count)`, without copying a long column's every value to find them."""
+    head = column.head(HEAD_ROWS).drop_nulls()
+    if head.len() < count and column.len() > HEAD_ROWS:
+        head = column.drop_nulls()
+    return head.head(count)
+
+
+# Plain decimal numbers: every value of a column matching the pattern of its first values' type infers, by
+# itself, as that type (Int64), or as Int64 or Float64 (so Float64 with the first values). Proven against
+# polars' own inference (`_plain_shapes_infer`) before it is trusted: digits at most MAX_PLAIN_DIGITS a part.
+MAX_PLAIN_DIGITS = 18  # an integer of this many digits fits in an Int64 whatever its digits
+PLAIN_PATTERNS = {
+    pl.Int64: rf"^-?[0-9]{{1,{MAX_PLAIN_DIGITS}}}$",
+    pl.Float64: rf"^-?[0-9]{{1,{MAX_PLAIN_DIGITS}}}(\.[0-9]{{1,{MAX_PLAIN_DIGITS}}})?$",
+}
+
+
+def _plain_numbers(text: pl.DataFrame, heads: dict[str, pl.DataType]) -> set[str]:
+    """The columns (of `heads`: name -> type its first values infer) whose every value matches the plain
+    pattern of that type, so that the whole column infers it too: one vectorised pass per column, instead of
+    inferring its distinct values (hashing them all) or shapes. Empty when polars infers the patterns'
+    shapes otherwise than this relies on (then every column takes the general way)."""
+    checked = {name: dtype for name, dtype in heads.items() if dtype in PLAIN_PATTERNS}
+    if not checked or not _plain_shapes_infer():
+        return set()
+    found = text.select(pl.col(name).str.contains(PLAIN_PATTERNS[dtype]).all() for name, dtype in checked.items())
+    return {name for name in checked if found[name].item()}
+
+
+@functools.cache
+def _plain_shapes_infer() -> bool:
+    """Whether polars infers every integer of 1 to MAX_PLAIN_DIGITS digits (with or without a minus sign) as
+    Int64, and those and every decimal of 1 to MAX_PLAIN_DIGITS digits each side of the point as Int64 or
+    Float64: a column of all such shapes (each of all 0s and of all 9s; polars reads any digit as any other
+    but for whether an integer fits) infers Int64, and one also holding the decimals Float64."""
+    integers = [sign + digit * n for sign in ("", "-") for digit in "09" for n in range(1, MAX_PLAIN_DIGITS + 1)]
+    decimals = [whole + "." + digit * n for whole in integers for digit in "09" for n in range(1, MAX_PLAIN_DIGITS + 1)]
+    numbers = integers + decimals
+    lines = "\n".join(f"{integers[k] if k < len(integers) else ''},{number}" for k, number in enumerate(numbers))
+    inferred = pl.read_csv(f"int,number\n{lines}\n".encode(), infer_schema_length=None).schema
+    return inferred == pl.Schema({"int": pl.Int64, "number": pl.Float64})
 
 
 PYTHON_JOIN_VALUES = 10_000  # texts to infer types from that are joined in Python (beyond: by polars)
@@ -606,7 +678,6 @@ def _trailing_digits(keys: pl.Series) -> pl.Series | None:
 def parse_time(frame: pl.DataFrame, column: str, style: str, start: dt.date, seconds: bool) -> pl.Expr:
     """A date or timestamp column -> days (or seconds) since the timeline start."""
     dtype = frame.schema[column]
-    origin = dt.datetime.combine(start, dt.time())
     col = pl.col(column)
     if dtype == pl.Date:
         stamp = col.cast(pl.Datetime("us"))
@@ -615,8 +686,15 @@ def parse_time(frame: pl.DataFrame, column: str, style: str, start: dt.date, sec
     else:
         fmt = DATE_STYLES[style] + (TIME_SUFFIX if seconds else "")
         stamp = col.cast(pl.String).str.strptime(pl.Datetime("us"), fmt, strict=False, cache=False)  # same values
-    delta = stamp - pl.lit(origin)
+    delta = stamp - _origin(start)
     return delta.dt.total_seconds() if seconds else delta.dt.total_days()
+
+
+@functools.lru_cache(maxsize=64)
+def _origin(start: dt.date) -> pl.Expr:
+    """The timeline's first midnight as a literal, made once per start (a datetime literal costs ~50 us,
+    and a world's audit parses a few hundred time columns, all from one start)."""
+    return pl.lit(dt.datetime.combine(start, dt.time()))
 
 
 def normalise(name: str) -> str:

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from auditors.worldio import read_csv
+from auditors.worldio import (
+    CSV_SAMPLE,
+    HEAD_ROWS,
+    PLAIN_PATTERNS,
+    _first_values,
+    _plain_shapes_infer,
+    _quoted_columns,
+    read_csv,
+)
 from contracts.safeio import json_depth
 
 LONG = 20_000  # past polars' default inference window, so a late value changes the type
@@ -61,6 +71,110 @@ def test_read_csv_matches_full_inference(tmp_path, name):
     got = read_csv(path)
     assert got.schema == expected.schema
     assert got.equals(expected, null_equal=True)
+
+
+# Fields near the plain number patterns: each inferred otherwise than a plain number in at least one way (a
+# sign, a point at an end, an exponent, too many digits, spaces, words polars reads as floats) or not.
+NUMBERISH = [
+    "0", "-7", "123", "9" * 18, "-" + "9" * 18, "9" * 19, "1" + "0" * 18, "-" + "9" * 19, "0" * 25,
+    "1.5", "-0.25", "9" * 18 + "." + "9" * 18, "1" * 19 + ".5", "0." + "0" * 19, "+4", "+4.5", "1.", ".5", "-.5",
+    "1e5", "2E-3", "inf", "NaN", "-inf", " 5", "5 ", "1_000", "0x10", "--1", "1-2", "1.2.3", "-", ".", "true",
+    "x", "\u0663", "1,5", "",
+]  # fmt: skip
+FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+HEADS = ["int", "float", "mixed"]
+
+
+@pytest.mark.parametrize("head", HEADS)
+@pytest.mark.parametrize("late", NUMBERISH)
+def test_read_csv_one_late_near_number(tmp_path_factory, head, late):
+    """Each near-number shape alone after a numeric column's first values."""
+    test_read_csv_numbers_past_the_first_values.hypothesis.inner_test(tmp_path_factory, head, [late], 2 * CSV_SAMPLE)
+
+
+@given(
+    head=st.sampled_from(HEADS),
+    late=st.lists(st.sampled_from(NUMBERISH), max_size=6),
+    where=st.integers(0, 2 * CSV_SAMPLE),
+)
+@FUZZ
+def test_read_csv_numbers_past_the_first_values(tmp_path_factory, head, late, where):
+    """A numeric column's late values of every near-number shape: the type is what the whole file infers
+    (plain numbers prove it in one pass; any other value sends the column the general way)."""
+    first = {"int": str, "float": lambda i: f"{i}.5", "mixed": lambda i: f"{i}" if i % 2 else f"-{i}.25"}
+    values = [first[head](i) for i in range(3 * CSV_SAMPLE)]
+    values[where:where] = late
+    text = "a,b\n" + "".join(f"{value},{k}\n" for k, value in enumerate(values))
+    path = tmp_path_factory.mktemp("csv") / "f.csv"
+    path.write_text(text)
+    try:
+        expected = pl.read_csv(path, infer_schema_length=None)
+    except pl.exceptions.PolarsError as exc:  # a digit polars' inference takes for one and its parser does not
+        with pytest.raises(type(exc)):
+            read_csv(path)
+        return
+    got = read_csv(path)
+    assert got.schema == expected.schema
+    assert got.equals(expected, null_equal=True)
+
+
+def test_plain_number_patterns_hold():
+    """The polars installed infers the plain patterns' shapes as the fast path relies on (else it is off)."""
+    assert _plain_shapes_infer()
+    matches = pl.Series(["-" + "9" * 18, "0" * 18 + "." + "0" * 18, "+4", "1.", "1e5", "9" * 19, " 5"])
+    assert matches.str.contains(PLAIN_PATTERNS[pl.Int64]).to_list() == [True] + [False] * 6
+    assert matches.str.contains(PLAIN_PATTERNS[pl.Float64]).to_list() == [True, True] + [False] * 5
+
+
+@given(rows=st.lists(st.lists(st.sampled_from(["1", "x", "a, b", "a\nb", 'say ""hi""', ""]), min_size=3, max_size=3)))
+@FUZZ
+def test_quoted_columns_matches_per_column_scan(rows):
+    """`_quoted_columns` (one select) against the per-column scan it stands for, on files quoted right
+    (each comma or line break value quoted) and wrong (a quoted plain value, an escaped quote)."""
+    fields = [
+        [f'"{v}"' if any(c in v for c in ',\n"') or v == "x" and k == 1 else v for k, v in enumerate(r)] for r in rows
+    ]
+    data = ("a,b,c\n" + "".join(",".join(r) + "\n" for r in fields)).encode()
+    text = pl.read_csv(data, infer_schema=False)
+    assert _quoted_columns(data, text) == _quoted_columns_per_column(data, text)
+
+
+def _quoted_columns_per_column(data: bytes, text: pl.DataFrame) -> set[str] | None:
+    needed, columns, holds_quote = 0, set(), False
+    for name in text.columns:
+        holds_quote |= bool(text[name].str.contains('"', literal=True).any())
+        special = int(text[name].str.contains("[,\n]").sum())
+        needed += 2 * special
+        columns |= {name} if special else set()
+    return None if holds_quote or data.count(b'"') != needed else columns
+
+
+@pytest.mark.parametrize(
+    "values",
+    [["x, y", None], ['x"y', "p,q"], [None, None], ["a\nb", "1"], ['"', "a,b", "c,d"]],
+)
+def test_quoted_columns_counts(values):
+    """Frames with as many quotes in the file as their special values need, one of them holding a quote
+    itself (which polars' reader would not give for such a file, but the check must not rely on it)."""
+    text = pl.DataFrame(
+        {"a": values, "b": ["1"] * len(values), "c": [None] * len(values)}, schema=dict.fromkeys("abc", pl.String)
+    )
+    for data in (b'a,b,c\n""', b'a,b,c\n""""', b"a,b,c\n"):
+        assert _quoted_columns(data, text) == _quoted_columns_per_column(data, text)
+
+
+@given(
+    nulls=st.lists(st.booleans(), max_size=3 * HEAD_ROWS),
+    leading=st.sampled_from([0, HEAD_ROWS - CSV_SAMPLE, HEAD_ROWS - 1, HEAD_ROWS, 2 * HEAD_ROWS]),
+)
+@FUZZ
+def test_first_values_are_the_first_non_null_values(nulls, leading):
+    column = pl.Series(
+        "a", [None] * leading + [None if null else str(k) for k, null in enumerate(nulls)], dtype=pl.String
+    )
+    assert _first_values(column, CSV_SAMPLE).to_list() == column.drop_nulls().head(CSV_SAMPLE).to_list()
 
 
 @pytest.mark.parametrize(

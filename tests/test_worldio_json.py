@@ -9,10 +9,12 @@ import io
 import json
 import math
 
+import numpy as np
 import polars as pl
 import pytest
 
-from auditors.worldio import JSON_SAMPLE, read_json_envelope, read_json_records, read_ndjson
+from auditors import bytescan
+from auditors.worldio import JSON_SAMPLE, _flat_array, read_json_envelope, read_json_records, read_ndjson
 from contracts.errors import WorldFormatError
 from contracts.safeio import MAX_DEPTH, json_depth, loads
 
@@ -245,6 +247,7 @@ def test_deep_nesting_never_reaches_polars(monkeypatch, records):
 
     calls = []
     monkeypatch.setattr(worldio.pl, "read_json", lambda *args, **kwargs: calls.append(args) or pl.DataFrame())
+    monkeypatch.setattr(worldio.pl, "read_ndjson", lambda *args, **kwargs: calls.append(args) or pl.DataFrame())
     data = b'{"system": "s", "record_count": 1, "records": ' + records + b"}\n"
     assert read_json_records(data) is None
     with pytest.raises(WorldFormatError, match="nested"):
@@ -294,3 +297,43 @@ def test_ndjson_depth_is_scanned_in_blocks_of_whole_lines(tmp_path):
     path.write_bytes(b'{"a":[' + b"1," * NDJSON_BLOCK + b"1]}\n")
     with pytest.raises(WorldFormatError, match="longer than 1 MiB"):
         read_ndjson(path)
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 64, bytescan.BRACE_BLOCK])
+@pytest.mark.parametrize("seed", range(12))
+def test_flat_array_marks_record_lines(monkeypatch, seed, block):
+    """The flat-array scan turns the comma of every `},{` into a line break in its copy, as `bytes.replace`
+    would (the matches never overlap), across block edges, and leaves the count it answers unchanged."""
+    monkeypatch.setattr(bytescan, "BRACE_BLOCK", block)
+    rng = np.random.default_rng(seed)
+    alphabet = np.frombuffer(b'{},\n["a1 :', dtype=np.uint8)
+    noise = alphabet[rng.integers(0, len(alphabet), int(rng.integers(0, 200)))].tobytes()
+    pieces = [b"},{", b"}},{{", b"{", b"},", b",{", b"},{},{", b"}\n{"]
+    data = noise + b"".join(pieces[i] for i in rng.integers(0, len(pieces), 30))
+    for body in (data, data[::-1], b"[{" + data + b"}]", b"},{" + data):
+        marked = np.frombuffer(body, dtype=np.uint8).copy()
+        assert _flat_array(body, marked) == _flat_array(body)
+        if body.count(b"[") == 1:  # past the bracket check, the scan marks every `},{`
+            assert marked.tobytes() == body.replace(b"},{", b"}\n{")
+        assert bytescan.braces_not_after(body, b"},", marked) == body.count(b"{") - body.count(b"},{")
+
+
+def test_polars_envelopes_are_read_as_lines(monkeypatch):
+    """polars' own envelopes are read whole by the NDJSON reader (the array reader only reads the two
+    samples), into one chunk a column as the array reader gives; a string holding `},{` falls back."""
+    import auditors.worldio as worldio
+
+    calls = []
+    read_json = pl.read_json
+    monkeypatch.setattr(
+        worldio.pl, "read_json", lambda source, **kwargs: calls.append(len(source)) or read_json(source, **kwargs)
+    )
+    frame = WRITTEN["flat"]
+    data = _written(frame)
+    got = read_json_records(data)
+    assert got is not None and got.equals(frame) and got.n_chunks("all") == [1] * frame.width
+    assert len(calls) == 2 and max(calls) < len(data) // 2
+    calls.clear()
+    tricky = frame.with_columns(k=pl.when(pl.col("n") == N // 2).then(pl.lit("},{")).otherwise("k"))
+    got = read_json_records(_written(tricky))
+    assert got is not None and got.equals(tricky) and len(calls) == 3
