@@ -440,11 +440,26 @@ def gathered(blocks: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
     qr) copies a row-major operand into column-major order first, so it gets the same numbers either way,
     with one copy instead of three (a block's rows, the stack, LAPACK's own)."""
     out = np.empty((len(rows), sum(b.shape[1] for b in blocks)), order="F")
+    low, high = _bounds(rows)
     start = 0
     for block in blocks:
-        out[:, start : start + block.shape[1]] = block[rows]
-        start += block.shape[1]
+        width = block.shape[1]
+        if not 0 <= low <= high < block.shape[0]:  # (rows off the block, or none, or not positions: indexing)
+            out[:, start : start + width] = block[rows]
+        elif block.flags.f_contiguous:  # each column contiguous (one column always is): a 1-d take per column
+            for k in range(width):
+                np.take(block[:, k], rows, out=out[:, start + k], mode="clip")  # (all in range: nothing clipped)
+        else:  # a take of rows is the rows indexing picks, gathered without its general machinery
+            out[:, start : start + width] = np.take(block, rows, axis=0, mode="clip")
+        start += width
     return out
+
+
+def _bounds(rows: np.ndarray) -> tuple[int, int]:
+    """The lowest and highest of integer positions; (0, -1) for none or for any other kind of index."""
+    if rows.dtype.kind not in "iu" or len(rows) == 0:
+        return 0, -1
+    return int(rows.min()), int(rows.max())
 
 
 def best_candidate(fry: np.ndarray, qf: np.ndarray, ff: np.ndarray) -> int:
