@@ -10,8 +10,10 @@ from it; everything estimated is estimated from the data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -83,6 +85,8 @@ class _Aligned:
         self._panels: dict[str, np.ndarray] = {}
         self._columns: dict[tuple[str, str], np.ndarray] = {}
         self._cells: dict[str, np.ndarray | None] = {}
+        self._capacity: dict[str, np.ndarray] = {}
+        self._raw: dict[str, np.ndarray] = {}
 
     def base(self, grain: str) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
         """A grain's rows (units, panel or events) with a known unit, each row's unit position and day."""
@@ -116,10 +120,28 @@ class _Aligned:
             self._unit_values[column] = out
         return self._unit_values[column]
 
+    def capacity(self, grain: str) -> np.ndarray:
+        """Each row's unit capacity as floats: the same for every child of a grain (read-only, as it is shared)."""
+        if grain not in self._capacity:
+            uidx = self.base(grain)[1]
+            capacity = np.asarray(self.unit_values(self.ds.capacity)[uidx], dtype=float)
+            capacity.flags.writeable = False
+            self._capacity[grain] = capacity
+        return self._capacity[grain]
+
+    def raw(self, name: str) -> np.ndarray:
+        """A column of the sorted panel as floats, as read (read-only: a parent's panel and a child's values
+        are both made from it, and a variable is often both)."""
+        if name not in self._raw:
+            values = self.panel_sorted[name].cast(pl.Float64).to_numpy()
+            values.flags.writeable = False
+            self._raw[name] = values
+        return self._raw[name]
+
     def panel(self, p: str, g: str) -> np.ndarray:
         """A parent's (units, periods) panel as an analyst imputes it."""
         if p not in self._panels:
-            panel = self.panel_sorted[p].cast(pl.Float64).to_numpy().reshape(len(self.unit_ids), self.periods)
+            panel = self.raw(p).reshape(len(self.unit_ids), self.periods)
             if g == "event":  # days without events have no mean: an analyst imputes the overall mean
                 panel = np.where(np.isnan(panel), np.nanmean(panel), panel)
             elif self.open_days is not None and self.contract.variable(p).observe == "rate":
@@ -133,7 +155,11 @@ class _Aligned:
     def column(self, grain: str, name: str) -> np.ndarray:
         """A column of a grain's rows as floats."""
         if (grain, name) not in self._columns:
-            self._columns[grain, name] = self.base(grain)[0][name].cast(pl.Float64).to_numpy()
+            base = self.base(grain)[0]
+            if base is self.panel_sorted:  # (the panel's rows, every one kept: its column as read)
+                self._columns[grain, name] = self.raw(name)
+            else:
+                self._columns[grain, name] = base[name].cast(pl.Float64).to_numpy()
         return self._columns[grain, name]
 
 
@@ -169,7 +195,7 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
         else:
             aligned[p] = np.full(base.height, np.nan)
     y = shared.column(grain, child).copy() if child in base.columns else np.full(base.height, np.nan)
-    capacity = np.asarray(shared.unit_values(ds.capacity)[uidx], dtype=float)
+    capacity = shared.capacity(grain)
     is_open = shared.open_days if grain == "panel" else None
     return Rows(
         y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity, open=is_open,
@@ -259,6 +285,7 @@ class ChildModel:
         self._candidates: dict[str, np.ndarray] = {}  # quantiles of the parent: read once, scanned each round
         self._finite: dict[tuple[str, float | None], np.ndarray] = {}  # rows where a feature block is finite
         self._means: dict[str, float] = {}
+        self._remembered: dict[tuple, tuple] = {}
         self.nuisance_finite = np.isfinite(self.nuisance).all(axis=1)
 
     def panel_mean(self, parent: str) -> float:
@@ -271,6 +298,14 @@ class ChildModel:
         if e.parent not in self._candidates:
             self._candidates[e.parent] = ESTIMATORS[e.kind].candidates(self, e)
         return self._candidates[e.parent]
+
+    def remembered(self, key: tuple, inputs: tuple, compute: Callable[[], Any]) -> Any:
+        """compute(), remembered under `key` while it is asked with the same input objects (a scan's rows and
+        candidates): a curve's grouped and plain sums read the same distinct values and curves."""
+        hit = self._remembered.get(key)
+        if hit is None or any(a is not b for a, b in zip(hit[0], inputs, strict=True)):  # (a key, one arity)
+            hit = self._remembered[key] = (inputs, compute())
+        return hit[1]
 
     def is_root(self, name: str) -> bool:
         return name in self.roots
@@ -426,7 +461,7 @@ class ChildModel:
             return float(cands[best_candidate(fry, qf, ff)])
         best, best_score = self.theta[e.parent], -np.inf
         for cand, block in zip(cands, blocks, strict=True):  # blocks is set here: a fast scan has one column
-            f = block[idx]
+            f = np.take(block, idx, axis=0) if block.flags.c_contiguous else block[idx]  # (the same, faster)
             rf = f - q @ (q.T @ f)
             coef, *_ = np.linalg.lstsq(rf, ry, rcond=None)
             score = float(np.sum((rf @ coef) ** 2))
@@ -528,7 +563,8 @@ def calendar_columns(contract: Contract, day: np.ndarray) -> np.ndarray:
     """Weekday and month dummies and the dated events' factor: the calendar an analyst controls for when
     counting events (the holidays are public; their effect is estimated). Each column is made on the
     timeline's days and read off for the rows' days (`calendar_columns_plain`, the same values: a dummy
-    is 0 or 1 and a factor is the same subtraction, whichever row it is made for)."""
+    is 0 or 1 and a factor is the same subtraction, whichever row it is made for), into a column-major
+    matrix: the design is gathered from it column by column (its layout changes no number)."""
     c, start, periods = contract.calendar, contract.timeline.start, contract.timeline.periods
     day = np.asarray(day)
     if day.dtype.kind not in "iu" or (len(day) and (day.min() < 0 or day.max() >= periods)):
@@ -542,7 +578,10 @@ def calendar_columns(contract: Contract, day: np.ndarray) -> np.ndarray:
     dated = date_factors(c, start, periods) - 1.0
     if np.any(dated[seen] != 0):
         table.append(dated)
-    return np.column_stack(table)[day] if table else np.zeros((len(day), 0))
+    out = np.empty((len(day), len(table)), order="F")
+    for k, column in enumerate(table):
+        np.take(column, day, out=out[:, k], mode="clip")  # (every day is on the timeline: nothing clipped)
+    return out
 
 
 def calendar_columns_plain(contract: Contract, day: np.ndarray) -> np.ndarray:

@@ -158,13 +158,17 @@ class Saturation(Estimator):
         """(each distinct value's curve at every scale, each row's distinct value): `columns` is table[at].
         Computed once per distinct value and spread to the rows: a count (jobs a day) has a few dozen."""
         values, at = self.distinct(model, e, rows)
-        return self.curves(values, candidates), at
+        return model.remembered(("curves", e.parent), (rows, candidates), lambda: self.curves(values, candidates)), at
 
     def distinct(self, model, e, rows) -> tuple[np.ndarray, np.ndarray]:
         """(the distinct values the curve is taken of, each row's): the rows of `table`."""
-        below = -np.maximum(model.x(e)[rows] - e.params["origin"], 0)
-        values, at = np.unique(below, return_inverse=True)
-        return values, at.reshape(-1)
+
+        def compute():
+            below = -np.maximum(model.x(e)[rows] - e.params["origin"], 0)
+            values, at = np.unique(below, return_inverse=True)
+            return values, at.reshape(-1)
+
+        return model.remembered(("distinct", e.parent), (rows,), compute)
 
     @staticmethod
     def curves(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -180,7 +184,7 @@ class Saturation(Estimator):
         n = len(at)
         if len(values) > GROUPED_SHARE * n:  # decided before the curves are taken: the plain sums take them
             return None
-        table = self.curves(values, candidates)
+        table = model.remembered(("curves", e.parent), (rows, candidates), lambda: self.curves(values, candidates))
         if not np.isfinite(table).all():
             return None
         groups = len(table)

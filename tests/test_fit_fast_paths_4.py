@@ -117,3 +117,77 @@ def test_a_design_gathered_at_any_rows_is_the_indexed_stack(seed):
         gathered(blocks, np.array([0, n]))
     with pytest.raises(IndexError):
         gathered(blocks, np.array([-n - 1]))
+
+
+def _dataset(seed: int):
+    """A small dataset whose variables are children and parents at once, at the panel and event grains,
+    with blanks, a unit missing from the panel and units in no order."""
+    import polars as pl
+
+    from auditors.dataset import Dataset
+    from contracts.model import Edge
+    from tests.test_estimators import T, _contract, _variable
+
+    rng = np.random.default_rng(seed)
+    U = 12
+    ids = rng.permutation(np.arange(100, 100 + U))
+    unit_id, day = np.repeat(np.sort(ids[:-1]), T), np.tile(np.arange(T), U - 1)
+    blank = lambda v: pl.Series(v).scatter(np.flatnonzero(rng.random(len(v)) < 0.1), None)  # noqa: E731
+    panel = pl.DataFrame(
+        {"unit_id": unit_id, "day": day, "open": rng.random(len(day)) < 0.9}
+        | {name: blank(rng.normal(5, 2, len(day))) for name in ("a", "b", "c")}
+    )
+    n = 3000
+    events = pl.DataFrame(
+        {"unit_id": rng.choice(ids, n), "day": rng.integers(0, T, n), "e": blank(rng.normal(1, 1, n))}
+    )
+    units = pl.DataFrame({"unit_id": ids, "cap": blank(rng.uniform(1, 9, U))})
+    edge = lambda p, c, kind="monotone": Edge(  # noqa: E731
+        parent=p, child=c, kind=kind, params={"transform": "linear"}, sign="+", note=""
+    )
+    edges = [edge("a", "b"), edge("b", "c"), edge("b", "e", "ratio"), edge("c", "e"), edge("a", "c", "ratio")]
+    variables = [_variable(v) for v in ("a", "b", "c")] + [_variable("e", grain="event")]
+    return Dataset(units, panel, events, "cap"), _contract(edges, variables)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rows_built_for_children_in_turn_are_rows_built_alone(seed):
+    import polars as pl
+
+    from auditors.dataset import Dataset
+    from auditors.estimate import build_rows
+
+    ds, contract = _dataset(seed)
+    parents = {"b": ["a"], "c": ["a", "b"], "e": ["b", "c"]}
+    order = list(np.random.default_rng(seed).permutation(["b", "c", "e", "c", "b"]))
+    for child in order:  # one dataset, its tables shared between the children in whatever order they come
+        got = build_rows(ds, contract, child, parents[child])
+        alone = build_rows(Dataset(ds.units, ds.panel, ds.events, ds.capacity), contract, child, parents[child])
+        for name in ("y", "day", "unit_index", "capacity"):
+            assert np.array_equal(getattr(got, name), getattr(alone, name), equal_nan=True), (child, name)
+        for p in parents[child]:
+            assert np.array_equal(got.parents[p], alone.parents[p], equal_nan=True), (child, p)
+            assert np.array_equal(got.panels[p], alone.panels[p], equal_nan=True), (child, p)
+        if child != "e":  # a panel child's values and parents are its panel columns, in key order
+            grid = ds.panel.sort("unit_id", "day")
+            for name, values in [(child, got.y), *got.parents.items()]:
+                assert np.array_equal(values, grid[name].cast(pl.Float64).to_numpy(), equal_nan=True), (child, name)
+        got.y[:] = -1.0  # a child's values are its own: changing them changes no other child's rows or panels
+    again = build_rows(ds, contract, "c", parents["c"])
+    assert not np.any(again.y == -1.0) and not np.any(again.panels["b"] == -1.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_curves_remembered_table_is_its_rows_own(seed):
+    model = _model(seed, rounded=True)
+    fresh = _model(seed, rounded=True)
+    e = _edge(model, "saturation")
+    saturation = ESTIMATORS["saturation"]
+    cands = model.candidates(e)
+    for n in (3000, 2000, 3000):  # other rows (another scan) or other candidates: computed anew, not reused
+        rows, q, ry = _scan_inputs(model, seed + n, n, 2)
+        for scales in (cands, cands[::2]):
+            saturation.grouped_sums(model, e, scales, rows, q, ry)
+            got = saturation.sums(model, e, scales, rows, q, ry)
+            want = saturation.sums(fresh, e, scales, rows.copy(), q, ry)
+            assert _same(got, want)
