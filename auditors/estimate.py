@@ -286,7 +286,7 @@ class ChildModel:
         self._finite: dict[tuple[str, float | None], np.ndarray] = {}  # rows where a feature block is finite
         self._means: dict[str, float] = {}
         self._remembered: dict[tuple, tuple] = {}
-        self.nuisance_finite = np.isfinite(self.nuisance).all(axis=1)
+        self.nuisance_finite = finite_in_every_column(self.nuisance)
 
     def panel_mean(self, parent: str) -> float:
         """The mean of a parent's daily panel over its reported cells (what a lag holds its gaps at)."""
@@ -362,7 +362,7 @@ class ChildModel:
         theta = self.theta.get(e.parent) if theta is None else theta
         key = (e.parent, theta)
         if key not in self._finite:
-            self._finite[key] = np.isfinite(self.features(e, theta)).all(axis=1)
+            self._finite[key] = finite_in_every_column(self.features(e, theta))
         return self._finite[key]
 
     def _design(self, skip: Edge | None = None) -> list[np.ndarray]:
@@ -406,12 +406,14 @@ class ChildModel:
         fitted = np.flatnonzero(ok)
         coef = np.linalg.lstsq(gathered(columns, fitted), self.rows.y[fitted], rcond=None)[0]
         start = 1
+        covered_rows = np.flatnonzero(covered) if contributions else None
         for e, block in zip(self.edges, columns[1:-1], strict=True):
             b = coef[start : start + block.shape[1]]
             start += block.shape[1]
             estimator = ESTIMATORS[e.kind]
-            if contributions:
-                result.contributions[e.parent] = block[covered] @ b
+            if covered_rows is not None:  # a take of a row-major block is its masked rows, in the same layout
+                rows = np.take(block, covered_rows, axis=0) if block.flags.c_contiguous else block[covered]
+                result.contributions[e.parent] = rows @ b
             result.statistics[f"{e.parent}->{e.child}"] = estimator.statistic(self, e, b, self.theta.get(e.parent))
             if estimator.directed:
                 result.directions[f"{e.parent}->{e.child}"] = float(np.sign(b[0]))
@@ -495,6 +497,15 @@ def _bounds(rows: np.ndarray) -> tuple[int, int]:
     if rows.dtype.kind not in "iu" or len(rows) == 0:
         return 0, -1
     return int(rows.min()), int(rows.max())
+
+
+def finite_in_every_column(block: np.ndarray) -> np.ndarray:
+    """`np.isfinite(block).all(axis=1)` of a (rows, columns) block, column by column: the same rows, without a
+    reduction along each (short) row."""
+    ok = np.ones(block.shape[0], dtype=bool)
+    for k in range(block.shape[1]):
+        ok &= np.isfinite(block[:, k])
+    return ok
 
 
 def best_candidate(fry: np.ndarray, qf: np.ndarray, ff: np.ndarray) -> int:

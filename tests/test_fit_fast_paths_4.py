@@ -191,3 +191,16 @@ def test_a_curves_remembered_table_is_its_rows_own(seed):
             got = saturation.sums(model, e, scales, rows, q, ry)
             want = saturation.sums(fresh, e, scales, rows.copy(), q, ry)
             assert _same(got, want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rows_finite_in_every_column_are_isfinites_all(seed):
+    from auditors.estimate import finite_in_every_column
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 2000))
+    block = rng.normal(size=(n, int(rng.integers(1, 20))))
+    block[rng.random(block.shape) < 0.02] = np.nan
+    block[rng.random(block.shape) < 0.02] = -np.inf
+    for b in (block, np.asfortranarray(block), block[:, ::2], block[:, :1], block[:, :0], block[::3]):
+        assert np.array_equal(finite_in_every_column(b), np.isfinite(b).all(axis=1))
