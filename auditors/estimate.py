@@ -10,8 +10,10 @@ from it; everything estimated is estimated from the data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -83,6 +85,8 @@ class _Aligned:
         self._panels: dict[str, np.ndarray] = {}
         self._columns: dict[tuple[str, str], np.ndarray] = {}
         self._cells: dict[str, np.ndarray | None] = {}
+        self._capacity: dict[str, np.ndarray] = {}
+        self._raw: dict[str, np.ndarray] = {}
 
     def base(self, grain: str) -> tuple[pl.DataFrame, np.ndarray, np.ndarray]:
         """A grain's rows (units, panel or events) with a known unit, each row's unit position and day."""
@@ -116,10 +120,28 @@ class _Aligned:
             self._unit_values[column] = out
         return self._unit_values[column]
 
+    def capacity(self, grain: str) -> np.ndarray:
+        """Each row's unit capacity as floats: the same for every child of a grain (read-only, as it is shared)."""
+        if grain not in self._capacity:
+            uidx = self.base(grain)[1]
+            capacity = np.asarray(self.unit_values(self.ds.capacity)[uidx], dtype=float)
+            capacity.flags.writeable = False
+            self._capacity[grain] = capacity
+        return self._capacity[grain]
+
+    def raw(self, name: str) -> np.ndarray:
+        """A column of the sorted panel as floats, as read (read-only: a parent's panel and a child's values
+        are both made from it, and a variable is often both)."""
+        if name not in self._raw:
+            values = self.panel_sorted[name].cast(pl.Float64).to_numpy()
+            values.flags.writeable = False
+            self._raw[name] = values
+        return self._raw[name]
+
     def panel(self, p: str, g: str) -> np.ndarray:
         """A parent's (units, periods) panel as an analyst imputes it."""
         if p not in self._panels:
-            panel = self.panel_sorted[p].cast(pl.Float64).to_numpy().reshape(len(self.unit_ids), self.periods)
+            panel = self.raw(p).reshape(len(self.unit_ids), self.periods)
             if g == "event":  # days without events have no mean: an analyst imputes the overall mean
                 panel = np.where(np.isnan(panel), np.nanmean(panel), panel)
             elif self.open_days is not None and self.contract.variable(p).observe == "rate":
@@ -133,7 +155,11 @@ class _Aligned:
     def column(self, grain: str, name: str) -> np.ndarray:
         """A column of a grain's rows as floats."""
         if (grain, name) not in self._columns:
-            self._columns[grain, name] = self.base(grain)[0][name].cast(pl.Float64).to_numpy()
+            base = self.base(grain)[0]
+            if base is self.panel_sorted:  # (the panel's rows, every one kept: its column as read)
+                self._columns[grain, name] = self.raw(name)
+            else:
+                self._columns[grain, name] = base[name].cast(pl.Float64).to_numpy()
         return self._columns[grain, name]
 
 
@@ -169,7 +195,7 @@ def build_rows(ds: Dataset, contract: Contract, child: str, parents: list[str]) 
         else:
             aligned[p] = np.full(base.height, np.nan)
     y = shared.column(grain, child).copy() if child in base.columns else np.full(base.height, np.nan)
-    capacity = np.asarray(shared.unit_values(ds.capacity)[uidx], dtype=float)
+    capacity = shared.capacity(grain)
     is_open = shared.open_days if grain == "panel" else None
     return Rows(
         y=y, day=day, unit_index=uidx, parents=aligned, panels=panels, capacity=capacity, open=is_open,
@@ -259,7 +285,8 @@ class ChildModel:
         self._candidates: dict[str, np.ndarray] = {}  # quantiles of the parent: read once, scanned each round
         self._finite: dict[tuple[str, float | None], np.ndarray] = {}  # rows where a feature block is finite
         self._means: dict[str, float] = {}
-        self.nuisance_finite = np.isfinite(self.nuisance).all(axis=1)
+        self._remembered: dict[tuple, tuple] = {}
+        self.nuisance_finite = finite_in_every_column(self.nuisance)
 
     def panel_mean(self, parent: str) -> float:
         """The mean of a parent's daily panel over its reported cells (what a lag holds its gaps at)."""
@@ -271,6 +298,14 @@ class ChildModel:
         if e.parent not in self._candidates:
             self._candidates[e.parent] = ESTIMATORS[e.kind].candidates(self, e)
         return self._candidates[e.parent]
+
+    def remembered(self, key: tuple, inputs: tuple, compute: Callable[[], Any]) -> Any:
+        """compute(), remembered under `key` while it is asked with the same input objects (a scan's rows and
+        candidates): a curve's grouped and plain sums read the same distinct values and curves."""
+        hit = self._remembered.get(key)
+        if hit is None or any(a is not b for a, b in zip(hit[0], inputs, strict=True)):  # (a key, one arity)
+            hit = self._remembered[key] = (inputs, compute())
+        return hit[1]
 
     def is_root(self, name: str) -> bool:
         return name in self.roots
@@ -327,7 +362,7 @@ class ChildModel:
         theta = self.theta.get(e.parent) if theta is None else theta
         key = (e.parent, theta)
         if key not in self._finite:
-            self._finite[key] = np.isfinite(self.features(e, theta)).all(axis=1)
+            self._finite[key] = finite_in_every_column(self.features(e, theta))
         return self._finite[key]
 
     def _design(self, skip: Edge | None = None) -> list[np.ndarray]:
@@ -371,12 +406,14 @@ class ChildModel:
         fitted = np.flatnonzero(ok)
         coef = np.linalg.lstsq(gathered(columns, fitted), self.rows.y[fitted], rcond=None)[0]
         start = 1
+        covered_rows = np.flatnonzero(covered) if contributions else None
         for e, block in zip(self.edges, columns[1:-1], strict=True):
             b = coef[start : start + block.shape[1]]
             start += block.shape[1]
             estimator = ESTIMATORS[e.kind]
-            if contributions:
-                result.contributions[e.parent] = block[covered] @ b
+            if covered_rows is not None:  # a take of a row-major block is its masked rows, in the same layout
+                rows = np.take(block, covered_rows, axis=0) if block.flags.c_contiguous else block[covered]
+                result.contributions[e.parent] = rows @ b
             result.statistics[f"{e.parent}->{e.child}"] = estimator.statistic(self, e, b, self.theta.get(e.parent))
             if estimator.directed:
                 result.directions[f"{e.parent}->{e.child}"] = float(np.sign(b[0]))
@@ -426,7 +463,7 @@ class ChildModel:
             return float(cands[best_candidate(fry, qf, ff)])
         best, best_score = self.theta[e.parent], -np.inf
         for cand, block in zip(cands, blocks, strict=True):  # blocks is set here: a fast scan has one column
-            f = block[idx]
+            f = np.take(block, idx, axis=0) if block.flags.c_contiguous else block[idx]  # (the same, faster)
             rf = f - q @ (q.T @ f)
             coef, *_ = np.linalg.lstsq(rf, ry, rcond=None)
             score = float(np.sum((rf @ coef) ** 2))
@@ -440,11 +477,35 @@ def gathered(blocks: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
     qr) copies a row-major operand into column-major order first, so it gets the same numbers either way,
     with one copy instead of three (a block's rows, the stack, LAPACK's own)."""
     out = np.empty((len(rows), sum(b.shape[1] for b in blocks)), order="F")
+    low, high = _bounds(rows)
     start = 0
     for block in blocks:
-        out[:, start : start + block.shape[1]] = block[rows]
-        start += block.shape[1]
+        width = block.shape[1]
+        if not 0 <= low <= high < block.shape[0]:  # (rows off the block, or none, or not positions: indexing)
+            out[:, start : start + width] = block[rows]
+        elif block.flags.f_contiguous:  # each column contiguous (one column always is): a 1-d take per column
+            for k in range(width):
+                np.take(block[:, k], rows, out=out[:, start + k], mode="clip")  # (all in range: nothing clipped)
+        else:  # a take of rows is the rows indexing picks, gathered without its general machinery
+            out[:, start : start + width] = np.take(block, rows, axis=0, mode="clip")
+        start += width
     return out
+
+
+def _bounds(rows: np.ndarray) -> tuple[int, int]:
+    """The lowest and highest of integer positions; (0, -1) for none or for any other kind of index."""
+    if rows.dtype.kind not in "iu" or len(rows) == 0:
+        return 0, -1
+    return int(rows.min()), int(rows.max())
+
+
+def finite_in_every_column(block: np.ndarray) -> np.ndarray:
+    """`np.isfinite(block).all(axis=1)` of a (rows, columns) block, column by column: the same rows, without a
+    reduction along each (short) row."""
+    ok = np.ones(block.shape[0], dtype=bool)
+    for k in range(block.shape[1]):
+        ok &= np.isfinite(block[:, k])
+    return ok
 
 
 def best_candidate(fry: np.ndarray, qf: np.ndarray, ff: np.ndarray) -> int:
@@ -513,7 +574,8 @@ def calendar_columns(contract: Contract, day: np.ndarray) -> np.ndarray:
     """Weekday and month dummies and the dated events' factor: the calendar an analyst controls for when
     counting events (the holidays are public; their effect is estimated). Each column is made on the
     timeline's days and read off for the rows' days (`calendar_columns_plain`, the same values: a dummy
-    is 0 or 1 and a factor is the same subtraction, whichever row it is made for)."""
+    is 0 or 1 and a factor is the same subtraction, whichever row it is made for), into a column-major
+    matrix: the design is gathered from it column by column (its layout changes no number)."""
     c, start, periods = contract.calendar, contract.timeline.start, contract.timeline.periods
     day = np.asarray(day)
     if day.dtype.kind not in "iu" or (len(day) and (day.min() < 0 or day.max() >= periods)):
@@ -527,7 +589,10 @@ def calendar_columns(contract: Contract, day: np.ndarray) -> np.ndarray:
     dated = date_factors(c, start, periods) - 1.0
     if np.any(dated[seen] != 0):
         table.append(dated)
-    return np.column_stack(table)[day] if table else np.zeros((len(day), 0))
+    out = np.empty((len(day), len(table)), order="F")
+    for k, column in enumerate(table):
+        np.take(column, day, out=out[:, k], mode="clip")  # (every day is on the timeline: nothing clipped)
+    return out
 
 
 def calendar_columns_plain(contract: Contract, day: np.ndarray) -> np.ndarray:

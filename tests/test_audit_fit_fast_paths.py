@@ -78,7 +78,9 @@ def test_the_calendar_made_on_days_is_the_calendar_made_on_rows(seed):
     ]
     for day in days:
         got, want = calendar_columns(contract, day), calendar_columns_plain(contract, day)
-        assert got.shape == want.shape and got.strides == want.strides and np.array_equal(got, want)
+        assert got.shape == want.shape and np.array_equal(got, want)
+        # Column-major, as the design is gathered from it column by column (off the timeline: the plain way's).
+        assert got.flags.f_contiguous if day.min(initial=0) >= 0 else got.strides == want.strides
 
 
 def _roll_plain(values: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:
