@@ -126,7 +126,7 @@ def _with_event_means(
         or events.schema.get("day") != pl.Int64
         or any(c in panel.columns for c in event_vars)  # a join would suffix them
     ):
-        return panel.join(group_means(events, event_vars), on=["unit_id", "day"], how="left")
+        return panel.join(group_means(events, event_vars), on=["unit_id", "day"], how="left", maintain_order="left")
     # The panel is the whole unit x day grid in order: each event's cell is its row, and each cell's mean is
     # summed over its events in row order by bincount, as `group_means` sums each group (the same floats).
     unit_ids, periods = grid
@@ -340,8 +340,10 @@ def _dated_rows(detail: pl.DataFrame, events: pl.DataFrame) -> tuple[pl.DataFram
     at = row_of(detail["event_id"], events["event_id"]) if "day" not in detail.columns else None
     if at is None:
         if EVENT_ROW in detail.columns:
-            return detail.join(events.select("event_id", "day"), on="event_id"), None
-        joined = detail.join(events.select("event_id", "day").with_row_index(EVENT_ROW), on="event_id")
+            return detail.join(events.select("event_id", "day"), on="event_id", maintain_order="left"), None
+        joined = detail.join(
+            events.select("event_id", "day").with_row_index(EVENT_ROW), on="event_id", maintain_order="left"
+        )
         return joined.drop(EVENT_ROW), joined[EVENT_ROW].to_numpy().astype(np.int64)
     known = at >= 0
     return detail.filter(pl.Series(known)).with_columns(events["day"].gather(at[known])), at[known]
@@ -359,12 +361,12 @@ def _with_detail(events: pl.DataFrame, detail: pl.DataFrame, event_rows: np.ndar
     are the events' own (no id needs comparing again)."""
     names = [c for c in detail.columns if c != "event_id"]
     if any(c in events.columns for c in names):
-        return events.join(detail, on="event_id", how="left")
+        return events.join(detail, on="event_id", how="left", maintain_order="left")
     at = _rows_named(event_rows, events.height) if event_rows is not None else None
     if at is None:
         at = row_of(events["event_id"], detail["event_id"])
     if at is None:
-        return events.join(detail, on="event_id", how="left")
+        return events.join(detail, on="event_id", how="left", maintain_order="left")
     rows = pl.Series(at).set(pl.Series(at < 0), None)
     return events.hstack(detail.select(names).gather(rows).get_columns())
 
@@ -478,7 +480,7 @@ def _joined(
     join itself ran: its row order is its own). `cells`: the frame's rows' cells in the grid, if known."""
     on_grid = join_on_grid(panel, frame, grid, cells)
     if on_grid is None:
-        return panel.join(frame, on=["unit_id", "day"], how="left"), None
+        return panel.join(frame, on=["unit_id", "day"], how="left", maintain_order="left"), None
     return on_grid, grid
 
 
@@ -518,7 +520,7 @@ def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl
     regions = (
         master.select("unit_id", "region").drop_nulls("unit_id").unique("unit_id", keep="first", maintain_order=True)
     )
-    panel = panel.join(regions, on="unit_id", how="left")
+    panel = panel.join(regions, on="unit_id", how="left", maintain_order="left")
     for v in shared:
         group = ["day"] if v.scope == "nation" else ["region", "day"]
         consensus = pl.col(v.name).median().over(group)
@@ -615,9 +617,9 @@ def joined_grid(
     )
     counts = events.group_by("unit_id", "day").len(name=volume)
     return (
-        grid.join(_days_seen(daily, events), on=["unit_id", "day"], how="left")
+        grid.join(_days_seen(daily, events), on=["unit_id", "day"], how="left", maintain_order="left")
         .with_columns(pl.col("open").fill_null(0))
-        .join(counts, on=["unit_id", "day"], how="left")
+        .join(counts, on=["unit_id", "day"], how="left", maintain_order="left")
         .with_columns(pl.when(pl.col("open") == 1).then(pl.col(volume).fill_null(0)).alias(volume))
     )
 
@@ -854,7 +856,7 @@ def _adjacent_switch_plain(frame: pl.DataFrame, column: str, factors: tuple[floa
     by_day = steps.group_by("day").agg(pl.col("step").median().alias("m"), pl.len().alias("n"))
     by_day = by_day.filter(
         (pl.col("n") >= MIN_UNITS_FOR_STEP) & pl.col("day").is_between(first + EDGE_DAYS, last - EDGE_DAYS)
-    ).join(_narrowest_spreads(steps), on="day", how="left")
+    ).join(_narrowest_spreads(steps), on="day", how="left", maintain_order="left")
     ordinary_scatter = max(float(by_day["scatter"].median() or 0.0), MIN_SCATTER)
     spread = 1.25 * 1.4826 * float((steps["step"] - steps["step"].median()).abs().median())
     # The step report to report must name a factor (with the noise of a day-to-day change); the largest

@@ -27,7 +27,6 @@ from auditors.dataset import (
     is_daily_panel,
     join_on_grid,
     open_grid,
-    row_of,
 )
 
 
@@ -66,17 +65,15 @@ SIZES = [(50, 50), (300, 40), (40, 300), (2000, 1500), (1500, 2000), (1, 1), (30
 @pytest.mark.parametrize(("n_events", "n_detail"), SIZES)
 @pytest.mark.parametrize("seed", range(3))
 def test_dated_rows_is_the_join_and_names_each_rows_event(seed, n_events, n_detail, dtype, null_event):
-    """The dated detail is the plain join, rows in the join's own order (the larger side's, for text ids), and
-    each row's event row holds the same id; the detail then joined back by those rows is the left join."""
+    """The dated detail is the join keeping the detail's order, whether read by position (integer ids) or
+    joined (text ids, a null id), and each row's event row holds the same id; the detail then joined back by
+    those rows is the left join."""
     rng = np.random.default_rng(seed)
     events, detail = _events_and_detail(rng, n_events, n_detail, dtype)
     if not null_event:
         events = events.drop_nulls("event_id")
     dated, event_rows = _dated_rows(detail, events)
-    if row_of(detail["event_id"], events["event_id"]) is None:  # text ids, or a null id: its own rows and order
-        assert dated.equals(detail.join(events.select("event_id", "day"), on="event_id"))
-    else:  # by position: the detail's order (as the join keeping the left's order)
-        assert dated.equals(detail.join(events.select("event_id", "day"), on="event_id", maintain_order="left"))
+    assert dated.equals(detail.join(events.select("event_id", "day"), on="event_id", maintain_order="left"))
     assert event_rows is not None
     assert dated["event_id"].equals(events["event_id"].gather(event_rows))
     repaired = dated.drop("day").with_columns(pl.col("score") * 2)
@@ -101,9 +98,10 @@ def test_dated_rows_keeps_a_clashing_column_as_the_join_does():
     clashing = detail.with_columns(pl.lit(1).alias("__event_row"))
     dated, event_rows = _dated_rows(clashing, events)
     assert event_rows is None
-    assert dated.equals(clashing.join(events.select("event_id", "day"), on="event_id"))
+    assert dated.equals(clashing.join(events.select("event_id", "day"), on="event_id", maintain_order="left"))
     with_day = detail.with_columns(pl.lit(5, dtype=pl.Int64).alias("day"))
-    assert _dated_rows(with_day, events)[0].equals(with_day.join(events.select("event_id", "day"), on="event_id"))
+    expected = with_day.join(events.select("event_id", "day"), on="event_id", maintain_order="left")
+    assert _dated_rows(with_day, events)[0].equals(expected)
 
 
 def _plain_is_daily_panel(frame: pl.DataFrame) -> bool:
@@ -354,3 +352,25 @@ def test_cells_found_once_give_the_same_panel(seed):
     other = (np.array([3, 7, 8]), periods)  # another grid's cells: found again
     wrong = np.zeros(events.height, dtype=np.int64)
     assert _with_event_means(panel, events, ["y"], (other, wrong)).equals(_with_event_means(panel, events, ["y"]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_detail_is_dated_in_its_own_order_whatever_its_ids_type(seed):
+    """A detail file dated by its events keeps its own row order whether its ids are integers (read by
+    position) or text (a join): polars' inner join otherwise returns the larger side's order (the events'),
+    which would feed the unit-switch repair the same values in another order, and so other float sums."""
+    from auditors.dataset import _dated
+
+    rng = np.random.default_rng(seed)
+    n_events = 5_000
+    events = pl.DataFrame({"event_id": np.arange(n_events, dtype=np.int64), "day": rng.integers(0, 365, n_events)})
+    picked = rng.permutation(n_events)[:300]  # fewer detail rows than events, in an order of their own
+    detail = pl.DataFrame({"event_id": picked.astype(np.int64), "amount": rng.normal(size=300)})
+    by_position = _dated(detail, events)
+    as_text = _dated(
+        detail.with_columns(pl.format("E{}", "event_id").alias("event_id")),
+        events.with_columns(pl.format("E{}", "event_id").alias("event_id")),
+    )
+    assert by_position["amount"].to_list() == detail["amount"].to_list()
+    assert as_text["amount"].to_list() == by_position["amount"].to_list()
+    assert as_text["day"].to_list() == by_position["day"].to_list()
