@@ -85,7 +85,7 @@ def _lengths_and_bytes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     bytes, where the two polars calls make three); the polars calls for a layout other than offsets-and-bytes."""
     import pyarrow as pa  # here, not at import: a process that only loads worlds never needs it
 
-    array = texts.to_arrow()
+    array = texts.clone().to_arrow()  # polars merges the chunks of the series it exports: the caller's stay
     if isinstance(array, pa.Array) and str(array.type) in ARROW_TEXT and array.null_count == 0:
         offset_type = ARROW_TEXT[str(array.type)]
         offsets = np.frombuffer(array.buffers()[1], dtype=offset_type)[array.offset : array.offset + len(array) + 1]
