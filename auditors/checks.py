@@ -352,10 +352,12 @@ def _increasing(keys: pl.Series) -> bool:
 
 
 def _table_view(d: Deliverable, contract: Contract, tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    keep = _kept_rows(d, contract)
-    if keep is not None and not set(keep.meta.root_names()) <= set(tables[BASE_TABLE[d.grain]].columns):
-        tables[BASE_TABLE[d.grain]].filter(keep)  # raises first, as the whole table's filter always did
-    exprs = _view_columns(d, tables)
+    try:
+        exprs = _view_columns(d, tables)
+    except Exception:
+        if (keep := _kept_rows(d, contract)) is not None:
+            tables[BASE_TABLE[d.grain]].filter(keep)  # the whole table's filter ran first: its error comes first
+        raise
     return _reported_rows(d, contract, tables, exprs).select(exprs)
 
 

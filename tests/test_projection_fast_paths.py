@@ -360,4 +360,12 @@ def test_reported_rows_of_the_columns_read_are_those_of_the_whole_table(world_di
                 want = outcome(lambda b=broken, d=d, c=contract: _plain_table_view(d, c, b).to_dict(as_series=False))
                 got = outcome(lambda b=broken, d=d, c=contract: _table_view(d, c, b).to_dict(as_series=False))
                 assert got == want
+            # The filter's column there but of another type (its comparison fails), and a column read missing:
+            # the filter's error, as when the whole table was filtered first.
+            mistyped = tables[base].with_columns(pl.col(filtered_by).cast(pl.String))
+            for gone in sorted(read - {filtered_by, "unit_id"}):
+                broken = {**tables, base: mistyped.drop(gone)}
+                want = outcome(lambda b=broken, d=d, c=contract: _plain_table_view(d, c, b).to_dict(as_series=False))
+                got = outcome(lambda b=broken, d=d, c=contract: _table_view(d, c, b).to_dict(as_series=False))
+                assert got == want
     assert seen
