@@ -1076,18 +1076,7 @@ def _window_step(frame: pl.DataFrame, column: str, day: int, window: int) -> tup
     """Median across units of each unit's log step between the `window` days before and after `day`."""
     levels = _unit_levels_around(frame, column, day, window, logged=True)
     if levels is None:  # polars decides
-        near = _around(frame, day, window) & (pl.col(column) > 0)
-        logged = pl.col(column).cast(pl.Float64).log()
-        per_unit = (
-            frame.filter(near)
-            .group_by("unit_id")
-            .agg(
-                logged.filter(pl.col("day") >= day).median().alias("after"),
-                logged.filter(pl.col("day") < day).median().alias("before"),
-            )
-            .drop_nulls()
-        )
-        levels = per_unit["before"].to_numpy(), per_unit["after"].to_numpy()
+        levels = _unit_levels_plain(frame, column, day, window, logged=True)
     steps = levels[1] - levels[0]  # in the units' order, which no median depends on
     if len(steps) < MIN_UNITS_FOR_STEP:
         return None
@@ -1130,6 +1119,24 @@ def _unit_levels_around(
     run_unit, run_after = unit[starts], after[starts]
     both = (run_unit[1:] == run_unit[:-1]) & ~run_after[:-1] & run_after[1:]  # a unit's before run, then its after
     return medians[:-1][both], medians[1:][both]
+
+
+def _unit_levels_plain(
+    frame: pl.DataFrame, column: str, day: int, reports: int, logged: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_unit_levels_around` in polars, for any frame: each unit's median (of logs if `logged`) before and from
+    `day` among its positive values `reports` reporting days either side, the units with both."""
+    level = pl.col(column).cast(pl.Float64).log() if logged else pl.col(column)
+    per_unit = (
+        frame.filter(_around(frame, day, reports) & (pl.col(column) > 0))
+        .group_by("unit_id")
+        .agg(
+            level.filter(pl.col("day") < day).median().alias("before"),
+            level.filter(pl.col("day") >= day).median().alias("after"),
+        )
+        .drop_nulls()
+    )
+    return per_unit["before"].to_numpy(), per_unit["after"].to_numpy()
 
 
 def _unit_step(frame: pl.DataFrame, column: str, day: int, pooled: float, pooled_se: float) -> tuple[float, float]:
@@ -1180,16 +1187,7 @@ def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor
     """A system migration changes every unit's numbers by the same factor on the same day."""
     levels = _unit_levels_around(frame, column, from_day, UNIT_WINDOW_DAYS, logged=False)
     if levels is None:  # polars decides
-        window = frame.filter(_around(frame, from_day, UNIT_WINDOW_DAYS) & (pl.col(column) > 0))
-        per_unit = (
-            window.group_by("unit_id")
-            .agg(
-                pl.col(column).filter(pl.col("day") < from_day).median().alias("before"),
-                pl.col(column).filter(pl.col("day") >= from_day).median().alias("after"),
-            )
-            .drop_nulls()
-        )
-        levels = per_unit["before"].to_numpy(), per_unit["after"].to_numpy()
+        levels = _unit_levels_plain(frame, column, from_day, UNIT_WINDOW_DAYS, logged=False)
     if len(levels[0]) == 0:
         return False
     ratio = np.log(levels[1] / levels[0])
