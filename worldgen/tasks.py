@@ -10,6 +10,7 @@ Expected answers come from the contract's targets, reference answers from the au
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -77,6 +78,13 @@ HOW = {
 ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
 
 
+@functools.cache
+def _template(source: str) -> jinja2.Template:
+    """The compiled template of a constant text: compiling costs ~20x a render, and every world renders the same
+    few texts (`ENV.from_string` compiles anew on every call)."""
+    return ENV.from_string(source)
+
+
 def label(name: str) -> str:
     return name.replace("_", " ")
 
@@ -129,8 +137,8 @@ def build_tasks(contract: Contract, audit: AuditReport, rng: np.random.Generator
             continue
         rubric, expected, reference, files = built
         template = PROMPTS[kind][int(rng.integers(len(PROMPTS[kind])))]
-        prompt = ENV.from_string(template).render(intro=_intro(world, node), label=label(node))
-        prompt += "\n\n" + ENV.from_string(HOW[kind]).render(label=label(node))
+        prompt = _template(template).render(intro=_intro(world, node), label=label(node))
+        prompt += "\n\n" + _template(HOW[kind]).render(label=label(node))
         task = Task(
             task_id=f"{contract.world_id}-{kind}-{node}",
             world_id=contract.world_id,
@@ -161,7 +169,7 @@ def _intro(world: World, node: str) -> str:
     # A concern with a direction is a worry; a neutral one ("we want to know what drives X") is a question.
     worry = concern if persona.trend is not None else ""
     question = concern[:1].upper() + concern[1:] if concern and persona.trend is None else ""
-    return ENV.from_string(INTRO).render(
+    return _template(INTRO).render(
         role=persona.role, organisation=persona.organisation, region=persona.region, worry=worry, question=question
     )
 
