@@ -12,7 +12,17 @@ import pytest
 from contracts.model import Edge
 from tests.test_estimation import _least_squares_fit, _panel_variable
 from tests.test_estimators import T, U, _contract
-from worldgen.estimation import PROFILE_ROWS, Fit, _step_sums, _subset, fit_child
+from worldgen.estimation import (
+    PROFILE_ROWS,
+    Fit,
+    _Curve,
+    _feature_matrix,
+    _Lagged,
+    _Step,
+    _step_sums,
+    _subset,
+    fit_child,
+)
 
 
 @pytest.mark.parametrize("n", [1, 2_000, PROFILE_ROWS, PROFILE_ROWS + 1, 52_345, 75_653, 1_000_003])
@@ -78,3 +88,22 @@ def test_a_fits_residual_is_y_minus_its_fitted_values(censored):
     assert not residual.flags.writeable and fit.residual() is residual
     plain = _least_squares_fit("y", fit.y, fit.day, {"a": fit.X[:, 1], "b": fit.X[:, 2]})
     assert np.array_equal(plain.residual(), plain.y - plain.X @ plain.coef)
+
+
+def test_features_by_candidate_are_the_columns_transposed():
+    """A row per candidate (the share gaps read them whole) holds the same values as the candidate's column
+    and as the feature made for that candidate alone."""
+    rng = np.random.default_rng(5)
+    seen = np.round(rng.normal(3.0, 2.0, 3001), 1)  # repeated values, some below the curve's origin
+    panel = rng.normal(0.0, 1.0, (U, T))
+    unit, day = rng.integers(0, U, 3001), rng.integers(0, T, 3001)
+    cases = [
+        (_Step(seen), np.linspace(-1.0, 7.0, 23)),
+        (_Curve(seen, 0.5), np.linspace(0.1, 4.0, 79)),
+        (_Lagged(panel, 0.25, unit, day), np.arange(0.0, 31.0)),
+    ]
+    for feature, thetas in cases:
+        rows = feature.by_candidate(thetas)
+        assert rows.flags.c_contiguous and np.array_equal(rows, _feature_matrix(feature, thetas).T)
+        for i in (0, len(thetas) // 2, len(thetas) - 1):
+            assert np.array_equal(rows[i], feature(thetas[i]))

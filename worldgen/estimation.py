@@ -241,14 +241,11 @@ def located_share_gaps(
     late, early = np.flatnonzero(fit.day >= half), np.flatnonzero(fit.day < half)
     gaps = dict.fromkeys(deltas, 0.0)
     allowed = [theta for theta in candidates if abs(statistic(theta) - planted) <= tolerance]
-    # Every allowed candidate's feature at once when the feature can (the same values as one by one).
-    F = (
-        _feature_matrix(feature, np.asarray(allowed, dtype=float))
-        if allowed and isinstance(feature, _Columns)
-        else None
-    )
+    # Every allowed candidate's feature at once when the feature can (the same values as one by one), a row
+    # per candidate: each is copied out whole (a fresh array, as one by one) instead of gathered by stride.
+    F = feature.by_candidate(np.asarray(allowed, dtype=float)) if allowed and isinstance(feature, _Columns) else None
     for i, theta in enumerate(allowed):
-        f = feature(theta) if F is None else np.ascontiguousarray(F[:, i])
+        f = feature(theta) if F is None else F[i].copy()
         spread = f - f.mean()
         norm = float(spread @ spread)
         if norm < 1e-12:
@@ -546,6 +543,11 @@ class _Columns:
         """The candidates' columns, on `rows` of the feature's rows only (a mask or positions; None: all)."""
         raise NotImplementedError
 
+    def by_candidate(self, thetas: np.ndarray) -> np.ndarray:
+        """`columns(thetas)` transposed, in C order: each candidate's feature one contiguous row, read with no
+        strided gather (the same values)."""
+        return np.ascontiguousarray(self.columns(thetas).T)
+
 
 @dataclass(frozen=True)
 class _Step(_Columns):
@@ -559,6 +561,9 @@ class _Step(_Columns):
     def columns(self, thetas: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         seen = self.seen if rows is None else self.seen[rows]
         return (seen[:, None] > thetas[None, :]).astype(float)
+
+    def by_candidate(self, thetas: np.ndarray) -> np.ndarray:
+        return (self.seen[None, :] > thetas[:, None]).astype(float)
 
 
 @dataclass(frozen=True)
@@ -584,11 +589,19 @@ class _Curve(_Columns):
         """The distinct parent values and each row's, sorted once for every use of the feature."""
         return np.unique(self.seen, return_inverse=True)
 
-    def distinct(self, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(the curve of each distinct parent value (rows) for each candidate (columns), each row's value)."""
+    def by_candidate(self, thetas: np.ndarray) -> np.ndarray:
+        curve, inverse = self.distinct(thetas, candidate_rows=True)
+        return np.take(curve, inverse, axis=1)
+
+    def distinct(self, thetas: np.ndarray, candidate_rows: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(the curve of each distinct parent value (rows) for each candidate (columns), each row's value);
+        `candidate_rows`: transposed (a row per candidate), the same values."""
         values, inverse = self.values
         drop = np.negative(np.maximum(np.subtract(values, self.origin), 0.0))
-        curve = np.divide(drop[:, None], np.asarray(thetas, dtype=float)[None, :])
+        thetas = np.asarray(thetas, dtype=float)
+        curve = (
+            np.divide(drop[None, :], thetas[:, None]) if candidate_rows else np.divide(drop[:, None], thetas[None, :])
+        )
         np.expm1(curve, out=curve)
         np.negative(curve, out=curve)  # times an amplitude of 1: the same bits
         return curve, inverse.reshape(-1)
