@@ -15,6 +15,7 @@ from tests.test_estimators import T, U, _contract
 from worldgen.estimation import (
     PROFILE_ROWS,
     Fit,
+    _at_bound,
     _Curve,
     _feature_matrix,
     _Lagged,
@@ -107,3 +108,11 @@ def test_features_by_candidate_are_the_columns_transposed():
         assert rows.flags.c_contiguous and np.array_equal(rows, _feature_matrix(feature, thetas).T)
         for i in (0, len(thetas) // 2, len(thetas) - 1):
             assert np.array_equal(rows[i], feature(thetas[i]))
+
+
+def test_the_censoring_bound_test_is_isclose():
+    rng = np.random.default_rng(7)
+    y = np.concatenate([rng.normal(0, 1, 500), 1 + rng.normal(0, 1e-9, 500), [np.nan, np.inf, -np.inf, 1.0, 0.0]])
+    y = np.concatenate([y, np.nextafter(1.0 + 1e-9, 2.0) + np.zeros(1), 1.0 + 1e-9 + np.zeros(1), -0.0 + np.zeros(1)])
+    for bound in (0, 1, 1.0, -2.5, 1e-9, np.inf, -np.inf, np.nan):
+        assert np.array_equal(_at_bound(y, bound), np.isclose(y, bound, rtol=0, atol=1e-9)), bound

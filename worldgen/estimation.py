@@ -372,8 +372,17 @@ def _uncensored(v, y: np.ndarray) -> np.ndarray:
     if v.observe in ("value", "duration") and v.role != "volume":
         for bound in (v.min, v.max):
             if bound is not None:
-                keep &= ~np.isclose(y, bound, rtol=0, atol=1e-9)
+                keep &= ~_at_bound(y, bound)
     return keep
+
+
+def _at_bound(y: np.ndarray, bound: float) -> np.ndarray:
+    """np.isclose(y, bound, rtol=0, atol=1e-9): for a finite bound |y - bound| <= 1e-9 + 0 * |bound| exactly
+    (a NaN or infinite y is never close), computed without isclose's generality (as the auditor does)."""
+    bound = float(bound)
+    if not np.isfinite(bound):
+        return np.isclose(y, bound, rtol=0, atol=1e-9)
+    return np.abs(np.asarray(y, dtype=float) - bound) <= 1e-9
 
 
 def _calendar_dummies(contract: Contract, day: np.ndarray) -> list[np.ndarray]:
