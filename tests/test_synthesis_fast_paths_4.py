@@ -153,11 +153,21 @@ def test_a_full_draw_taking_its_probes_whole_steps_is_the_plain_one(index):
 
 
 def test_probes_of_the_trend_worlds_draw_whole_steps_and_stop_after_keys():
-    """The test above goes through steps taken from the probe and steps gone on from where it stopped after
-    the events' keys: some of its worlds' probes have them."""
-    whole = stopped = 0
+    """The test above goes through steps taken from the probe, steps gone on from where it stopped after
+    the events' keys and steps gone on from the variables they begin with drawn in full (before a ghost,
+    before events drawn only for their draws, and where the probe's draws end): some of its worlds' probes
+    have each."""
+    whole, stopped, begun = 0, set(), set()
     for index in TREND_WORLDS:
         draft, streams = _draft(index)
-        probed = canonical.probe(draft, streams, 0, phenomena.trend_layer(draft), draft.persona.focus)
-        whole, stopped = whole + len(probed.whole), stopped + len(probed.stopped)
-    assert whole and stopped
+        layer = phenomena.trend_layer(draft)
+        probed = canonical.probe(draft, streams, 0, layer, draft.persona.focus)
+        needed, ghosts = canonical._needed(draft, draft.persona.focus, layer)
+        whole += len(probed.whole)
+        for step in probed.stopped:  # the probe's events: their keys only, or every draw (a variable after)
+            names = draft.layers[step - 1]
+            volume = next(k for k, name in enumerate(names) if draft.variable(name).role == "volume")
+            stopped.add(any(name in needed or name in ghosts for name in names[volume + 1 :]))
+        for step, (count, _) in probed.begun.items():  # before a ghost, or where the probe's draws end
+            begun.add(draft.layers[step - 1][count] in ghosts)
+    assert whole and stopped == {False, True} and begun == {False, True}
