@@ -166,11 +166,43 @@ def _hash_buckets(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def nan_mean_sd(values: np.ndarray) -> tuple[float, float]:
-    """`np.nanmean` and `np.nanstd` of a float array. Without a blank they are `np.mean` and `np.std` of the
-    same contiguous array, the same sums in the same order, ~3x faster without the masked copies."""
-    if values.size and values.flags.c_contiguous and not np.isnan(values).any():
-        return float(np.mean(values)), float(np.std(values))
+    """`np.nanmean` and `np.nanstd` of a float array, worked out once for both (`_fused_mean_sd`) when the
+    array is contiguous float64 and what they sum is finite; else numpy's own."""
+    if values.size and values.dtype == np.float64 and values.flags.c_contiguous:
+        fused = _fused_mean_sd(values)
+        if fused is not None:
+            return fused
     return float(np.nanmean(values)), float(np.nanstd(values))
+
+
+def _fused_mean_sd(values: np.ndarray) -> tuple[float, float] | None:
+    """`np.nanmean` and `np.nanstd` of a contiguous float64 array with the same operations in the same
+    order, each done once for both, 2-3x faster: the sum of the values (blanks as zeros) over the whole
+    array as one reduction, divided by the count of non-blanks; the deviations from that mean (blanks as
+    zeros), squared, summed the same way, divided by the count, and the square root. numpy's own take a
+    masked copy, a count and a sum twice (`nanstd` works out the mean again), and `np.mean`/`np.std` of an
+    array without a blank sum it twice too. A sum of finite values is finite or overflows to infinity, so a
+    finite total proves that no value is a blank or infinite (either makes the total NaN or infinite). None
+    (numpy's own ways) when the total is not finite or nothing is counted."""
+    total = np.add.reduce(values, axis=None)
+    if np.isfinite(total):  # no blank: `np.mean` and `np.std` of the array
+        deviation = np.subtract(values, total / values.size)
+        np.square(deviation, out=deviation)
+        return float(total / values.size), float(np.sqrt(np.add.reduce(deviation, axis=None) / values.size))
+    blank = np.isnan(values)
+    count = values.size - int(np.count_nonzero(blank))
+    if not count:
+        return None
+    present = values.copy()
+    np.copyto(present, 0.0, where=blank)
+    total = np.add.reduce(present, axis=None)
+    if not np.isfinite(total):
+        return None
+    mean = total / count
+    deviation = np.subtract(present, mean, out=present)
+    np.copyto(deviation, 0.0, where=blank)
+    np.multiply(deviation, deviation, out=deviation)
+    return float(mean), float(np.sqrt(np.add.reduce(deviation, axis=None) / count))
 
 
 def roll(daily: np.ndarray, window: int, is_open: np.ndarray | None) -> np.ndarray:
