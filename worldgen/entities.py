@@ -567,30 +567,21 @@ class _Pool:
 
 def _uuids(draws: np.ndarray) -> np.ndarray:
     """Version-4-shaped UUIDs from (n, 2) draws of the world's stream (deterministic, never from the OS),
-    built as text for the whole column at once: one line of ASCII per UUID, decoded and split in one go
-    (Python makes the n strings far faster that way than by converting a fixed-width array)."""
+    built as text for the whole column at once: the draws' bytes as hex digits (`bytes.hex`, one C call,
+    ~4x faster than working out the digits in numpy), laid out one line of ASCII per UUID with its dashes
+    and its version and variant digits, decoded and split in one go (Python makes the n strings far faster
+    that way than by converting a fixed-width array)."""
     n = len(draws)
     octets = draws.astype(">u8").view(np.uint8).reshape(n, 16)
-    nibbles = np.empty((n, 32), dtype=np.uint8)
-    np.right_shift(octets, 4, out=nibbles[:, 0::2])
-    np.bitwise_and(octets, 15, out=nibbles[:, 1::2])
-    nibbles[:, 12] = 4  # the version
-    nibbles[:, 16] = 8 + nibbles[:, 16] % 4  # the variant: 8, 9, a or b
-    text = _hex_digits(nibbles)
+    text = np.frombuffer(octets.tobytes().hex().encode("ascii"), dtype=np.uint8).reshape(n, 32)
     lines = np.empty((n, 37), dtype=np.uint8)  # 8-4-4-4-12 hex digits, dashes between, a newline after
     lines[:, [8, 13, 18, 23]] = ord("-")
     lines[:, 36] = ord("\n")
     for start, stop, at in ((0, 8, 0), (8, 12, 9), (12, 16, 14), (16, 20, 19), (20, 32, 24)):
         lines[:, at : at + stop - start] = text[:, start:stop]
+    lines[:, 14] = ord("4")  # the version: the 13th digit
+    lines[:, 19] = _VARIANT_DIGITS.take((octets[:, 8] >> 4) & 3)  # the variant, the 17th digit: 8, 9, a or b
     return np.array(lines.tobytes().decode("ascii").split("\n")[:-1], dtype=object)
 
 
-_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
-
-
-def _hex_digits(nibbles: np.ndarray) -> np.ndarray:
-    """`_HEX[nibbles]`, the ASCII hex digit of each value 0..15, by arithmetic ("0" + v, and 39 more past
-    9, where "a" follows): ~3x faster than gathering from the table per byte."""
-    text = nibbles + np.uint8(ord("0"))
-    text += (nibbles > 9).view(np.uint8) * np.uint8(ord("a") - ord("0") - 10)
-    return text
+_VARIANT_DIGITS = np.frombuffer(b"89ab", dtype=np.uint8)  # RFC 4122's variant: the digit's top bits are 10
