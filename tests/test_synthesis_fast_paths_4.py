@@ -14,7 +14,13 @@ from tests.test_canonical_fast_paths import TREND_WORLDS, _draft
 from worldgen import canonical, observation, phenomena
 from worldgen.entities import RADIX_DIGIT_BITS, RADIX_MIN_ROWS, _stable_order, draw_entities, draw_events
 from worldgen.grid import Grid
-from worldgen.observation import DISTINCT_MIN_ROWS, HASH_BUCKETS_PER_ROW, _answer_cdf, _answer_cdf_plain, _hash_buckets
+from worldgen.observation import (
+    DISTINCT_MIN_ROWS,
+    HASH_BUCKETS_PER_ROW,
+    _answer_cdf_plain,
+    _answer_columns,
+    _hash_buckets,
+)
 
 RADIX_TOP = (1 << (2 * RADIX_DIGIT_BITS)) - 1  # the largest key the radix passes take
 
@@ -56,8 +62,8 @@ def test_answer_cdf_grouped_by_hash_is_the_plain_one(monkeypatch, buckets_per_ro
     edges = np.array([0.0, -0.0, 2.0, np.nextafter(2.0, 3.0), np.nextafter(2.0, 1.0), 1e-300, 0.04, 3.96])
     content = np.concatenate([levels[rng.integers(distinct, size=3 * DISTINCT_MIN_ROWS)], np.tile(edges, 50)])
     content = content[rng.permutation(len(content))]
-    fast = _answer_cdf(content, points)
-    assert fast.tobytes() == _answer_cdf_plain(content, points).tobytes()
+    fast = _answer_columns(content, points)
+    assert fast.tobytes() == np.ascontiguousarray(_answer_cdf_plain(content, points).T).tobytes()
 
 
 def test_hash_buckets_hold_one_of_their_own_rows():

@@ -1,5 +1,6 @@
 """The generator's fast paths of the seventh speed round against their plain computations, bit for bit: a
-blank-aware mean and standard deviation worked out once for both."""
+blank-aware mean and standard deviation worked out once for both; a rating's cumulative answer weights
+worked out one point at a time."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
+from worldgen import observation
 from worldgen.observation import _fused_mean_sd, nan_mean_sd
 
 
@@ -56,3 +58,20 @@ def test_the_fused_mean_and_sd_are_numpys(seed):
 )
 def test_blanks_infinities_and_overflows_go_numpys_way(values):
     assert np.array(_quietly(nan_mean_sd, values)).tobytes() == np.array(_numpys(values)).tobytes()
+
+
+@pytest.mark.parametrize("points", [1, 2, 4, 6, 10])
+def test_answer_columns_are_the_plain_cdf_by_point(points):
+    """A rating's cumulative answer weights worked out one point at a time: the same bits as the running
+    sums along each row, for content means over the whole grid, at its ends, past them and blank."""
+    rng = np.random.default_rng(points)
+    content = np.concatenate(
+        [
+            rng.uniform(0.0, points, 20_000),
+            np.exp(rng.uniform(-40.0, 2.0, 2000)),  # tiny means: ratios near the grid's low end
+            np.array([0.0, -0.0, 0.01 * points, 0.99 * points, points, 2 * points, -1.0, np.nan, 1e-300]),
+        ]
+    )
+    plain = np.ascontiguousarray(observation._answer_cdf_plain(content, points).T)
+    assert observation._answer_columns_plain(content, points).tobytes() == plain.tobytes()
+    assert observation._answer_columns(content, points).tobytes() == plain.tobytes()
