@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from worldgen import observation
+from worldgen import entities, observation
 from worldgen.observation import _fused_mean_sd, nan_mean_sd
 
 
@@ -75,3 +75,28 @@ def test_answer_columns_are_the_plain_cdf_by_point(points):
     plain = np.ascontiguousarray(observation._answer_cdf_plain(content, points).T)
     assert observation._answer_columns_plain(content, points).tobytes() == plain.tobytes()
     assert observation._answer_columns(content, points).tobytes() == plain.tobytes()
+
+
+@pytest.mark.parametrize("table", [True, False])
+@pytest.mark.parametrize("seed", range(12))
+def test_the_cap_after_a_redraw_looks_up_touched_party_days_as_isin_would(monkeypatch, table, seed):
+    """The person-day cap updated after redraws, through the table of touched party-days or (a table too
+    large) `np.isin`, against the cap ranked afresh: redraws to other parties, back to the same party, to
+    a party no event had, on the first and the last day, many rounds."""
+    if not table:
+        monkeypatch.setattr(entities, "TOUCHED_CELLS_PER_EVENT", 0)
+        monkeypatch.setattr(entities, "MIN_TOUCHED_CELLS", 0)
+    rng = np.random.default_rng(seed)
+    n, parties = int(rng.integers(1, 20_000)), int(rng.integers(1, 3000))
+    chosen = rng.integers(0, parties, n)
+    day = np.sort(rng.integers(0, int(rng.integers(1, 400)), n))
+    over = entities._over_cap(chosen, day)
+    for round_ in range(6):
+        redrawn = np.flatnonzero(over) if round_ % 2 == 0 else np.unique(rng.integers(0, n, min(n, 300)))
+        before = chosen[redrawn].copy()
+        chosen = chosen.copy()
+        chosen[redrawn] = rng.integers(0, parties + 2, redrawn.size)
+        chosen[redrawn[: redrawn.size // 3]] = before[: redrawn.size // 3]
+        updated = entities._over_cap_after(over, chosen, day, redrawn, before)
+        over = entities._over_cap_ranked(chosen, day)
+        assert np.array_equal(updated, over)
