@@ -12,7 +12,7 @@ import pytest
 from tests.test_canonical_fast_paths import _plain_over_cap
 from worldgen import observation
 from worldgen.entities import _over_cap, _over_cap_after, _uuids
-from worldgen.observation import DISTINCT_MIN_ROWS, _answer_cdf, _answer_cdf_plain
+from worldgen.observation import DISTINCT_MIN_ROWS, _answer_cdf_plain, _answer_columns
 
 
 def _content_means(rng: np.random.Generator, n: int, distinct: int, points: int) -> np.ndarray:
@@ -28,9 +28,9 @@ def _content_means(rng: np.random.Generator, n: int, distinct: int, points: int)
 def test_answer_cdf_per_distinct_level_is_the_plain_one(points, n, distinct):
     rng = np.random.default_rng(points * 1_000_003 + n * 31 + distinct)
     content = _content_means(rng, n, distinct, points)
-    fast, plain = _answer_cdf(content, points), _answer_cdf_plain(content, points)
-    assert fast.shape == plain.shape == (n, points + 1)
-    assert fast.tobytes() == plain.tobytes()
+    fast, plain = _answer_columns(content, points), _answer_cdf_plain(content, points)
+    assert fast.shape == plain.T.shape == (points + 1, n)
+    assert fast.tobytes() == np.ascontiguousarray(plain.T).tobytes()
 
 
 def test_answer_cdf_takes_the_distinct_path_and_edge_values():
@@ -42,27 +42,27 @@ def test_answer_cdf_takes_the_distinct_path_and_edge_values():
     content = np.concatenate([edges, _content_means(rng, 5 * DISTINCT_MIN_ROWS, 40, points)])
     content = content[rng.permutation(len(content))]
     calls = []
-    original = observation._answer_cdf_plain
+    original = observation._answer_columns_plain
 
     def counted(values, k):
         calls.append(len(values))
         return original(values, k)
 
-    observation._answer_cdf_plain = counted
+    observation._answer_columns_plain = counted
     try:
-        fast = _answer_cdf(content, points)
+        fast = _answer_columns(content, points)
     finally:
-        observation._answer_cdf_plain = original
+        observation._answer_columns_plain = original
     assert calls == [len(np.unique(content))]
-    assert fast.tobytes() == _answer_cdf_plain(content, points).tobytes()
+    assert fast.tobytes() == np.ascontiguousarray(_answer_cdf_plain(content, points).T).tobytes()
 
 
 def test_answer_cdf_with_a_non_finite_value_is_the_plain_one():
     rng = np.random.default_rng(2)
     content = _content_means(rng, 3 * DISTINCT_MIN_ROWS, 5, 4)
     content[17] = np.nan
-    fast, plain = _answer_cdf(content, 4), _answer_cdf_plain(content, 4)
-    assert np.array_equal(fast, plain, equal_nan=True)
+    fast, plain = _answer_columns(content, 4), _answer_cdf_plain(content, 4)
+    assert np.array_equal(fast, plain.T, equal_nan=True)
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 1000])

@@ -82,7 +82,7 @@ def test_points_below_counts_as_the_rows_by_points_comparison(seed):
     cdf = np.cumsum(rng.random((n, points + 1)) ** 3, axis=1)
     u = rng.random(n) * cdf[:, -1]
     u[: n // 10] = cdf[: n // 10, int(rng.integers(points + 1))]  # draws on a boundary: not above it
-    fast, plain = _points_below(u, cdf), (u[:, None] > cdf).sum(axis=1)
+    fast, plain = _points_below(u, np.ascontiguousarray(cdf.T)), (u[:, None] > cdf).sum(axis=1)
     assert fast.dtype == plain.dtype and fast.tobytes() == plain.tobytes()
 
 

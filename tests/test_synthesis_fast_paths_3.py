@@ -19,8 +19,6 @@ from worldgen.build import persona_for
 from worldgen.canonical import rows_where
 from worldgen.contract import WorldSpec, build_contract
 from worldgen.entities import (
-    _HEX,
-    _hex_digits,
     _over_cap,
     _over_cap_ranked,
     _Pool,
@@ -210,10 +208,7 @@ def test_pool_search_through_its_guide_is_numpys_search(seed):
         assert np.array_equal(pool.search(some), np.searchsorted(cumulative, some, side="right"))
 
 
-def test_hex_digits_are_the_table_lookup():
-    nibbles = np.random.default_rng(0).integers(0, 16, (500, 32)).astype(np.uint8)
-    nibbles[0, :16] = np.arange(16)
-    assert np.array_equal(_hex_digits(nibbles), _HEX[nibbles])
+def test_uuids_are_the_uuid_modules_text():
     draws = np.random.default_rng(1).integers(0, 2**63, size=(300, 2), dtype=np.int64)
     assert _uuids(draws).tolist() == [
         str(uuid.UUID(bytes=bytes(row), version=4)) for row in draws.astype(">u8").view(np.uint8).reshape(-1, 16)

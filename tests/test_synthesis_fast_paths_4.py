@@ -14,7 +14,13 @@ from tests.test_canonical_fast_paths import TREND_WORLDS, _draft
 from worldgen import canonical, observation, phenomena
 from worldgen.entities import RADIX_DIGIT_BITS, RADIX_MIN_ROWS, _stable_order, draw_entities, draw_events
 from worldgen.grid import Grid
-from worldgen.observation import DISTINCT_MIN_ROWS, HASH_BUCKETS_PER_ROW, _answer_cdf, _answer_cdf_plain, _hash_buckets
+from worldgen.observation import (
+    DISTINCT_MIN_ROWS,
+    HASH_BUCKETS_PER_ROW,
+    _answer_cdf_plain,
+    _answer_columns,
+    _hash_buckets,
+)
 
 RADIX_TOP = (1 << (2 * RADIX_DIGIT_BITS)) - 1  # the largest key the radix passes take
 
@@ -56,8 +62,8 @@ def test_answer_cdf_grouped_by_hash_is_the_plain_one(monkeypatch, buckets_per_ro
     edges = np.array([0.0, -0.0, 2.0, np.nextafter(2.0, 3.0), np.nextafter(2.0, 1.0), 1e-300, 0.04, 3.96])
     content = np.concatenate([levels[rng.integers(distinct, size=3 * DISTINCT_MIN_ROWS)], np.tile(edges, 50)])
     content = content[rng.permutation(len(content))]
-    fast = _answer_cdf(content, points)
-    assert fast.tobytes() == _answer_cdf_plain(content, points).tobytes()
+    fast = _answer_columns(content, points)
+    assert fast.tobytes() == np.ascontiguousarray(_answer_cdf_plain(content, points).T).tobytes()
 
 
 def test_hash_buckets_hold_one_of_their_own_rows():
@@ -153,11 +159,21 @@ def test_a_full_draw_taking_its_probes_whole_steps_is_the_plain_one(index):
 
 
 def test_probes_of_the_trend_worlds_draw_whole_steps_and_stop_after_keys():
-    """The test above goes through steps taken from the probe and steps gone on from where it stopped after
-    the events' keys: some of its worlds' probes have them."""
-    whole = stopped = 0
+    """The test above goes through steps taken from the probe, steps gone on from where it stopped after
+    the events' keys and steps gone on from the variables they begin with drawn in full (before a ghost,
+    before events drawn only for their draws, and where the probe's draws end): some of its worlds' probes
+    have each."""
+    whole, stopped, begun = 0, set(), set()
     for index in TREND_WORLDS:
         draft, streams = _draft(index)
-        probed = canonical.probe(draft, streams, 0, phenomena.trend_layer(draft), draft.persona.focus)
-        whole, stopped = whole + len(probed.whole), stopped + len(probed.stopped)
-    assert whole and stopped
+        layer = phenomena.trend_layer(draft)
+        probed = canonical.probe(draft, streams, 0, layer, draft.persona.focus)
+        needed, ghosts = canonical._needed(draft, draft.persona.focus, layer)
+        whole += len(probed.whole)
+        for step in probed.stopped:  # the probe's events: their keys only, or every draw (a variable after)
+            names = draft.layers[step - 1]
+            volume = next(k for k, name in enumerate(names) if draft.variable(name).role == "volume")
+            stopped.add(any(name in needed or name in ghosts for name in names[volume + 1 :]))
+        for step, (count, _) in probed.begun.items():  # before a ghost, or where the probe's draws end
+            begun.add(draft.layers[step - 1][count] in ghosts)
+    assert whole and stopped == {False, True} and begun == {False, True}

@@ -60,6 +60,10 @@ class CanonicalState:
     # A trend probe's steps it stopped after the events' keys (every variable before them in full): step ->
     # the step as it stopped (its outputs, stream and placed events), where the full draw goes on from.
     stopped: dict[int, Step] = field(default_factory=dict, repr=False, compare=False)
+    # A trend probe's other steps that begin with variables drawn in full (before a ghost, before events
+    # drawn only for their draws, or before the step's last needed variable ends the probe's draws): step ->
+    # (how many, the step as it was after them: its outputs and stream), where the full draw goes on from.
+    begun: dict[int, tuple[int, Step]] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, table: str, name: str) -> np.ndarray:
         return self.tables[table][name]
@@ -119,6 +123,13 @@ class Step:
     event_detail: str = "full"  # a trend probe's events: "draws" or "keys" (see `probe`, `draw_events`)
     placed: tuple | None = None  # the events' units, days and times once placed (`place_events`)
     pushes: dict[str, float] = field(default_factory=dict)  # the root carrying the trend (`trend_push`)
+    # A probe's step going on past its events ("draws"): the step as it was once they were placed.
+    keyed: Step | None = None
+
+    def here(self) -> Step:
+        """The step as it is now, kept apart from it (its outputs and stream copied)."""
+        outputs = {table: dict(columns) for table, columns in self.outputs.items()}
+        return Step(self.contract, self.state, self.grid, copy.deepcopy(self.rng), outputs, placed=self.placed)
 
     def lookup(self, table: str, name: str) -> np.ndarray:
         if table in self.outputs and name in self.outputs[table]:
@@ -197,6 +208,8 @@ def steps(
             todo = names
             if probed is not None and step in probed.stopped:
                 todo = _went_on(ctx, probed, names, step)
+            elif probed is not None and step in probed.begun:
+                todo = _resumed(ctx, probed, names, step)
             for name in todo:
                 _draw_into(ctx, contract.variable(name), parents_of[name])
             return ctx.outputs
@@ -226,18 +239,50 @@ def probe(contract: Contract, streams: Streams, attempt: int, upto: int, target:
             continue  # every step has its own stream: skipping one moves no other step's draws
         ctx = Step(contract, state, grid, streams.rng("canonical", attempt, layer + 1), pushes=pushes)
         ctx.event_detail = "keys" if contract.variable(drawn[-1]).role == "volume" else "draws"
-        for name in drawn:
-            if name in ghosts:
-                _draw_ghost(ctx, contract.variable(name))
-            else:
-                _draw_into(ctx, contract.variable(name), parents_of[name])
+        begun = _draw_probe_step(ctx, drawn, ghosts, parents_of)
         state.commit(ctx.outputs)
         volume = any(contract.variable(name).role == "volume" for name in names)  # events' details left out
         if len(drawn) == len(names) and not ghosts.intersection(names) and not volume:
             state.whole[layer + 1] = ctx.outputs  # every output as the full draw makes it
-        elif ctx.event_detail == "keys" and not ghosts.intersection(drawn):
-            state.stopped[layer + 1] = ctx  # every draw up to the events' keys as the full draw makes it
+        elif begun is not None and begun[1].placed is not None:
+            state.stopped[layer + 1] = begun[1]  # every draw up to the events' keys as the full draw makes it
+        elif begun is not None:
+            state.begun[layer + 1] = begun
     return state
+
+
+def _draw_probe_step(ctx: Step, drawn: list[str], ghosts: set[str], parents_of: dict) -> tuple[int, Step] | None:
+    """Draw a probe's step (its variables `drawn`, ghosts only for their draws). The step as it was after
+    the variables it begins with that are drawn in full, as the full draw draws them (none after a ghost,
+    whose outputs are stand-ins; events drawn only for their draws as far as their keys, with the events
+    placed), with how many they are; None if it begins with none."""
+    full = 0  # how many variables at the start of the step are drawn in full, while they are
+    begun = None
+    for name in drawn:
+        v = ctx.contract.variable(name)
+        if begun is None and name in ghosts:
+            begun = (full, ctx.here())
+        if name in ghosts:
+            _draw_ghost(ctx, v)
+        else:
+            _draw_into(ctx, v, parents_of[name])
+        if begun is None and ctx.keyed is not None:  # the events' other columns left out from here
+            begun = (full + 1, ctx.keyed)
+        full += begun is None
+    if begun is None:  # every variable drawn in full: the step as it is
+        begun = (full, ctx)
+    return begun if begun[0] else None
+
+
+def _resumed(ctx: Step, probed: CanonicalState, names: list[str], step: int) -> list[str]:
+    """Step `step` taken as far as its probe drew it in full (`CanonicalState.begun`): the variables it
+    begins with as drawn, with what drawing them records besides (`_recorded`), and the stream where the
+    probe was after them, as the full draw has it there. The variables left to draw."""
+    count, begun = probed.begun[step]
+    ctx.outputs = {table: dict(columns) for table, columns in begun.outputs.items()}
+    ctx.rng = copy.deepcopy(begun.rng)  # the probe's own stays where it was
+    _recorded(ctx.state, probed, names[:count])
+    return names[count:]
 
 
 def _went_on(ctx: Step, probed: CanonicalState, names: list[str], step: int) -> list[str]:
@@ -345,6 +390,8 @@ def _draw_into(ctx: Step, v: Variable, edges: list[Edge]) -> None:
         ctx.outputs.setdefault("panel", {})[v.name] = counts.reshape(-1)
         ctx.outputs["panel"][f"{v.name}_expected"] = rate.reshape(-1)
         ctx.placed = place_events(counts, ctx.contract, ctx.grid, ctx.rng)
+        if ctx.event_detail == "draws":  # a probe that goes on: where the full draw of its attempt could too
+            ctx.keyed = ctx.here()
         ctx.outputs["events"] = event_columns(ctx.contract, ctx.state.tables, ctx.rng, ctx.placed, ctx.event_detail)
         return
     values = _reported(ctx, v, latent, bool(edges))

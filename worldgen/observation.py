@@ -90,18 +90,19 @@ def _scale(v: Variable, latent: np.ndarray, rng: np.random.Generator) -> np.ndar
     angry = ANGRY_PART * below_top / points
     content_mean = (1 - ANGRY_PART) * below_top / (1 - angry)
     flat = content_mean.ravel()
-    cdf = _answer_cdf(flat, points)
-    u = rng.random(flat.shape) * cdf[:, -1]
-    drop = _points_below(u, cdf).reshape(latent.shape)
+    columns = _answer_columns(flat, points)
+    u = rng.random(flat.shape) * columns[-1]
+    drop = _points_below(u, columns).reshape(latent.shape)
     drop = np.where(rng.random(latent.shape) < angry, points, drop)
     return np.where(np.isnan(latent), np.nan, hi - drop)
 
 
-def _points_below(u: np.ndarray, cdf: np.ndarray) -> np.ndarray:
-    """How many of its row's cumulative weights each draw exceeds: `(u[:, None] > cdf).sum(axis=1)`, counted
-    one column at a time (a rating has a handful of points) instead of through a (rows, points) array."""
+def _points_below(u: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """How many of its row's cumulative weights each draw exceeds, given them by point (`columns`, the
+    (points, rows) transpose of `cdf`): `(u[:, None] > cdf).sum(axis=1)`, counted one point at a time (a
+    rating has a handful of points) instead of through a (rows, points) array."""
     drop = np.zeros(len(u), dtype=np.int64)
-    for column in cdf.T:
+    for column in columns:
         drop += u > column
     return drop
 
@@ -123,34 +124,50 @@ def _answer_cdf_plain(content_mean: np.ndarray, points: int) -> np.ndarray:
     return np.cumsum(ratio[:, None] ** steps[None, :], axis=1)
 
 
-def _answer_cdf(content_mean: np.ndarray, points: int) -> np.ndarray:
-    """`_answer_cdf_plain`, computed once per distinct content mean when the values repeat (an event's level
-    often comes from its unit-day's causes, so tens of thousands of rows share a few hundred levels). Each
-    row's result depends on its own value only (the same interpolation, powers and running sum per row), so
-    spreading the distinct rows' results back gives the same bits. The rows are grouped by a hash of their
-    bits (`_hash_buckets`), ~4x faster than np.unique's sort; a row that differs from its group's value
-    (a hash collision) gets its own result."""
+def _answer_columns_plain(content_mean: np.ndarray, points: int) -> np.ndarray:
+    """`_answer_cdf_plain(content_mean, points).T`, worked out one point (a contiguous row) at a time: the
+    same interpolated ratios, the same powers and the same running sums in the same order (a cumulative sum
+    adds each term to the sum so far). x**0 is 1 and x**1 is x, exactly as pow gives them; the higher powers
+    are numpy's power with an exponent array as the plain way's (a scalar exponent 2 would take numpy's
+    square instead, whose last bits differ). ~1.7x faster than a running sum along rows of a handful."""
+    ratio = np.interp(content_mean, _grid_means(points), SCALE_RATIO_GRID)
+    columns = np.empty((points + 1, len(ratio)))
+    columns[0] = 1.0
+    if points:
+        np.add(columns[0], ratio, out=columns[1])
+    for k in range(2, points + 1):
+        np.add(columns[k - 1], np.power(ratio, np.full(len(ratio), k, dtype=np.int64)), out=columns[k])
+    return columns
+
+
+def _answer_columns(content_mean: np.ndarray, points: int) -> np.ndarray:
+    """`_answer_columns_plain`, computed once per distinct content mean when the values repeat (an event's
+    level often comes from its unit-day's causes, so tens of thousands of rows share a few hundred levels).
+    Each row's result depends on its own value only (the same interpolation, powers and running sum per
+    row), so spreading the distinct rows' results back gives the same bits. The rows are grouped by a hash
+    of their bits (`_hash_buckets`), ~4x faster than np.unique's sort; a row that differs from its group's
+    value (a hash collision) gets its own result."""
     n = len(content_mean)
     if n < DISTINCT_MIN_ROWS or not np.isfinite(content_mean).all():
-        return _answer_cdf_plain(content_mean, points)
+        return _answer_columns_plain(content_mean, points)
     sample = content_mean[:: n // DISTINCT_SAMPLE]
     if len(np.unique(sample)) > DISTINCT_MAX_SHARE * len(sample):  # mostly distinct: grouping would not pay
-        return _answer_cdf_plain(content_mean, points)
+        return _answer_columns_plain(content_mean, points)
     values = np.ascontiguousarray(content_mean, dtype=np.float64)
     bucket, holder = _hash_buckets(values)
     held = np.flatnonzero(holder >= 0)  # the buckets some row falls in, each with one of its rows
     slot = np.zeros(len(holder), dtype=np.intp)
     slot[held] = np.arange(len(held))
-    cdf = np.take(_answer_cdf_plain(values.take(holder.take(held)), points), slot.take(bucket), axis=0)
+    columns = np.take(_answer_columns_plain(values.take(holder.take(held)), points), slot.take(bucket), axis=1)
     # A row whose value is not its bucket's holder's (another value hashed alike) is worked out on its own.
     bits = values.view(np.uint64)
     strangers = np.flatnonzero(bits.take(holder.take(bucket)) != bits)
     if strangers.size:
-        cdf[strangers] = _answer_cdf_plain(values.take(strangers), points)
-    return cdf
+        columns[:, strangers] = _answer_columns_plain(values.take(strangers), points)
+    return columns
 
 
-HASH_BUCKETS_PER_ROW = 2  # buckets for `_answer_cdf`'s grouping: distinct values rarely share one
+HASH_BUCKETS_PER_ROW = 2  # buckets for `_answer_columns`'s grouping: distinct values rarely share one
 FIBONACCI_MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: multiplying spreads bits over the top ones
 
 
@@ -166,11 +183,43 @@ def _hash_buckets(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def nan_mean_sd(values: np.ndarray) -> tuple[float, float]:
-    """`np.nanmean` and `np.nanstd` of a float array. Without a blank they are `np.mean` and `np.std` of the
-    same contiguous array, the same sums in the same order, ~3x faster without the masked copies."""
-    if values.size and values.flags.c_contiguous and not np.isnan(values).any():
-        return float(np.mean(values)), float(np.std(values))
+    """`np.nanmean` and `np.nanstd` of a float array, worked out once for both (`_fused_mean_sd`) when the
+    array is contiguous float64 and what they sum is finite; else numpy's own."""
+    if values.size and values.dtype == np.float64 and values.flags.c_contiguous:
+        fused = _fused_mean_sd(values)
+        if fused is not None:
+            return fused
     return float(np.nanmean(values)), float(np.nanstd(values))
+
+
+def _fused_mean_sd(values: np.ndarray) -> tuple[float, float] | None:
+    """`np.nanmean` and `np.nanstd` of a contiguous float64 array with the same operations in the same
+    order, each done once for both, 2-3x faster: the sum of the values (blanks as zeros) over the whole
+    array as one reduction, divided by the count of non-blanks; the deviations from that mean (blanks as
+    zeros), squared, summed the same way, divided by the count, and the square root. numpy's own take a
+    masked copy, a count and a sum twice (`nanstd` works out the mean again), and `np.mean`/`np.std` of an
+    array without a blank sum it twice too. A sum of finite values is finite or overflows to infinity, so a
+    finite total proves that no value is a blank or infinite (either makes the total NaN or infinite). None
+    (numpy's own ways) when the total is not finite or nothing is counted."""
+    total = np.add.reduce(values, axis=None)
+    if np.isfinite(total):  # no blank: `np.mean` and `np.std` of the array
+        deviation = np.subtract(values, total / values.size)
+        np.square(deviation, out=deviation)
+        return float(total / values.size), float(np.sqrt(np.add.reduce(deviation, axis=None) / values.size))
+    blank = np.isnan(values)
+    count = values.size - int(np.count_nonzero(blank))
+    if not count:
+        return None
+    present = values.copy()
+    np.copyto(present, 0.0, where=blank)
+    total = np.add.reduce(present, axis=None)
+    if not np.isfinite(total):
+        return None
+    mean = total / count
+    deviation = np.subtract(present, mean, out=present)
+    np.copyto(deviation, 0.0, where=blank)
+    np.multiply(deviation, deviation, out=deviation)
+    return float(mean), float(np.sqrt(np.add.reduce(deviation, axis=None) / count))
 
 
 def roll(daily: np.ndarray, window: int, is_open: np.ndarray | None) -> np.ndarray:
