@@ -70,6 +70,12 @@ class Estimator:
         """Column k is features(model, e, candidates[k])[rows, 0], computed on those rows only."""
         raise NotImplementedError
 
+    def daily_stack(self, model: ChildModel, e: Edge, candidates: np.ndarray) -> np.ndarray | None:
+        """Every candidate's one-column feature before it is read off for the rows, as one (candidates, units,
+        periods) stack of daily panels, when each is finite on every day (a rolling child's scan then rolls
+        them at once with one count of reported days); None when there is no such stack."""
+        return None
+
     # size: a scan's inputs (the rows, the other features' orthonormal basis, the residual) are all needed
     def sums(self, model: ChildModel, e: Edge, candidates: np.ndarray, rows: np.ndarray, q: np.ndarray, ry: np.ndarray):
         """What a scan scores each candidate's column F on `rows` by: (F'ry, Q'F, F'F)."""
@@ -239,17 +245,13 @@ class Lag(Estimator):
 
     def columns(self, model, e, candidates, rows):  # what `features` reads, for every lag at once
         rows_, panel = model.rows, model.rows.panels[e.parent]
-        mean = model.panel_mean(e.parent)
-        known = model.carried(e.parent) if model.is_root(e.parent) else panel
         lags = candidates.astype(np.int64)
-        # Each unit's series with its gaps at the mean and `longest` days of the mean before the timeline
-        # (a day before it is unknown): a row's value at lag L is then `L` places before its own day in its
-        # unit's run, one flat gather per lag (the same values, no arithmetic). The gather is laid out
-        # (lags, rows) and transposed, the memory order the matrix products that score the columns have
-        # always read (a product's rounding can depend on the order it reads its operand in).
+        # A row's value at lag L is `L` places before its own day in its unit's run of the padded panel, one
+        # flat gather per lag (the same values, no arithmetic). The gather is laid out (lags, rows) and
+        # transposed, the memory order the matrix products that score the columns have always read (a
+        # product's rounding can depend on the order it reads its operand in).
         longest = int(lags.max(initial=0))
-        padded = np.full((panel.shape[0], panel.shape[1] + longest), mean)
-        padded[:, longest:] = np.where(np.isnan(known), mean, known)
+        padded = self.padded(model, e, longest)
         # A day before the timeline reads from its end, as indexing the lagged panel by it does.
         day = rows_.day[rows] % panel.shape[1]
         start = rows_.unit_index[rows] * padded.shape[1] + day  # each row's day, `longest` places after it
@@ -260,6 +262,32 @@ class Lag(Estimator):
         for k, lag in enumerate(lags):  # one gather per lag with the same row offsets, from the lag's own start
             np.take(flat[longest - lag :], start, out=out[k], mode="clip")  # (every offset is in range: no clip)
         return out.T
+
+    @staticmethod
+    def padded(model, e, longest: int) -> np.ndarray:
+        """Each unit's series as `features` reads it (a root's carried forward), its gaps at the mean, after
+        `longest` days of the mean (a day before the timeline is unknown): lag L of day t is at t + longest - L."""
+        panel, mean = model.rows.panels[e.parent], model.panel_mean(e.parent)
+        known = model.carried(e.parent) if model.is_root(e.parent) else panel
+        padded = np.full((panel.shape[0], panel.shape[1] + longest), mean)
+        padded[:, longest:] = np.where(np.isnan(known), mean, known)
+        return padded
+
+    def daily_stack(self, model, e, candidates):
+        # Lag L's panel is the padded one from day longest - L on: a window of it, no arithmetic. Lags are
+        # whole days (`features` truncates them as astype does), none negative or beyond the timeline.
+        panel = model.rows.panels.get(e.parent)
+        if panel is None or not (len(candidates) and np.isfinite(candidates).all()):
+            return None
+        lags = candidates.astype(np.int64)
+        if lags.min() < 0 or lags.max() > panel.shape[1]:
+            return None
+        longest = int(lags.max())
+        padded = self.padded(model, e, longest)
+        if not np.isfinite(padded).all():  # (an infinite report is not a reported value to a rolling mean)
+            return None
+        days = np.lib.stride_tricks.sliding_window_view(padded, panel.shape[1], axis=1)  # (units, longest + 1, T)
+        return days.transpose(1, 0, 2)[longest - lags]
 
     def candidates(self, model, e):
         return np.arange(0, MAX_LAG + 1, dtype=float)

@@ -1,0 +1,89 @@
+"""The child model's fast paths, round 5: a rolling child's lags rolled as one stack with one count of reported
+days give each lag's rolled feature bit for bit, and the model fits what it fits without them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from auditors import estimate
+from auditors.estimate import ChildModel, roll, roll_reported
+from tests.test_audit_fast_paths import _random_child
+
+
+def _rolling_child(seed: int, gaps: str = "nan", window: int = 7):
+    """`_random_child`'s rolling child, its rows the panel's cells in order (as a grid dataset's are), with
+    the lagged cause's gaps blank, infinite, or its panel blank throughout."""
+    contract, rows = _random_child(seed, rolling=True)
+    rows.cell = np.arange(len(rows.y))
+    panel = rows.panels["l"].copy()
+    if gaps == "inf":
+        panel[np.random.default_rng(seed).random(panel.shape) < 0.01] = np.inf
+    elif gaps == "blank":
+        panel[:] = np.nan
+    rows.panels["l"] = panel
+    rows.parents["l"] = panel.reshape(-1)
+    child = contract.variable("y").model_copy(update={"window": window})
+    contract = contract.model_copy(update={"variables": [*contract.variables[:-1], child]})
+    return contract, rows
+
+
+def _lag_edge(model: ChildModel):
+    return next(e for e in model.edges if e.kind == "lag")
+
+
+@pytest.mark.parametrize("window", [1, 7, 30, 400])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_rolled_lag_stack_is_each_lags_rolled_feature(seed, window):
+    contract, rows = _rolling_child(seed, window=window)
+    model = ChildModel(contract, "y", rows)
+    e = _lag_edge(model)
+    cands = model.candidates(e)
+    stack = model._rolled_stack(e, cands)
+    assert stack is not None and stack.shape == (len(cands), len(rows.y))
+    plain = ChildModel(contract, "y", rows)
+    for k, cand in enumerate(cands):
+        want = plain._compute_features(e, cand)[:, 0]
+        assert stack[k].tobytes() == want.tobytes(), cand
+        assert model.features(e, cand).tobytes() == want.tobytes()  # the cache holds the same column
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_stack_finite_on_every_day_rolls_as_roll_does(seed):
+    rng = np.random.default_rng(seed)
+    stack = rng.normal(0, 10, (5, 7, 60)) * (rng.random((5, 7, 60)) < 0.8)
+    stack[0, 0, :3] = -0.0
+    is_open = rng.random((7, 60)) < 0.6
+    is_open[1, :20] = False  # days before any report: no mean
+    for window in (1, 3, 59, 60, 200):
+        assert roll_reported(stack, window, is_open).tobytes() == roll(stack, window, is_open).tobytes(), window
+
+
+@pytest.mark.parametrize("gaps", ["inf", "blank"])
+def test_a_lag_that_is_not_finite_every_day_is_rolled_candidate_by_candidate(gaps):
+    contract, rows = _rolling_child(0, gaps=gaps)
+    model = ChildModel(contract, "y", rows)
+    assert model._rolled_stack(_lag_edge(model), model.candidates(_lag_edge(model))) is None
+
+
+def test_rows_that_are_not_the_panels_cells_are_rolled_candidate_by_candidate():
+    contract, rows = _rolling_child(0)
+    rows.cell = None
+    model = ChildModel(contract, "y", rows)
+    assert model._rolled_stack(_lag_edge(model), model.candidates(_lag_edge(model))) is None
+
+
+@pytest.mark.parametrize("gaps", ["nan", "inf"])
+@pytest.mark.parametrize("seed", range(3))
+def test_a_rolling_child_fits_what_it_fits_without_the_stack(seed, gaps, monkeypatch):
+    monkeypatch.setattr(estimate, "SCAN_ROWS", 2000)
+    contract, rows = _rolling_child(seed, gaps=gaps)
+    got = ChildModel(contract, "y", rows).fit()
+    monkeypatch.setattr(ChildModel, "_rolled_stack", lambda self, e, cands: None)
+    want = ChildModel(contract, "y", rows).fit()
+    assert got.statistics and got.statistics.keys() == want.statistics.keys()
+    for key, value in want.statistics.items():
+        assert np.array_equal(got.statistics[key], value, equal_nan=True), key
+    assert got.directions == want.directions
+    for parent, contribution in want.contributions.items():
+        assert got.contributions[parent].tobytes() == contribution.tobytes(), parent
