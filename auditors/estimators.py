@@ -36,6 +36,22 @@ GROUPED_SHARE = 0.25  # a curve's scan sums over its parent's distinct values wh
 EPS = float(np.finfo(float).eps)
 
 
+def nan_quantiles(values: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
+    """np.nanquantile(values, quantiles) of a 1-d float array, as np.quantile of its sorted reported values:
+    the same order statistics (partitioning at two hundred places costs several sorts; a sorted array's
+    partition is quick), interpolated by the same code. Zeros of both signs compare equal but are not the
+    same bits, and either may be where a partition or a sort puts them: with both (or with no reported
+    value, or another kind of array) np.nanquantile itself."""
+    values = np.asarray(values)
+    if values.ndim != 1 or values.dtype != np.float64:
+        return np.nanquantile(values, quantiles)
+    reported = values[~np.isnan(values)]
+    zero = reported == 0
+    if len(reported) == 0 or (zero.any() and 0 < np.signbit(reported[zero]).sum() < zero.sum()):
+        return np.nanquantile(values, quantiles)
+    return np.quantile(np.sort(reported), quantiles)
+
+
 def carry_forward(panel: np.ndarray) -> np.ndarray:
     """Each unit's last reported value carried forward over the days it was not reported."""
     columns = np.arange(panel.shape[1])
@@ -134,7 +150,7 @@ class Threshold(Estimator):
         return at[:, 0], at[:, 1:].T, (n - above).astype(float)
 
     def candidates(self, model, e):  # midpoints between observed levels: a step between two levels sits halfway
-        levels = np.unique(np.nanquantile(model.x(e), THRESHOLD_QUANTILES))
+        levels = np.unique(nan_quantiles(model.x(e), THRESHOLD_QUANTILES))
         return (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
 
     def statistic(self, model, e, b, theta):

@@ -87,3 +87,27 @@ def test_a_rolling_child_fits_what_it_fits_without_the_stack(seed, gaps, monkeyp
     assert got.directions == want.directions
     for parent, contribution in want.contributions.items():
         assert got.contributions[parent].tobytes() == contribution.tobytes(), parent
+
+
+def _quantile_cases(seed: int):
+    rng = np.random.default_rng(seed)
+    yield rng.normal(0, 3, 5000)
+    yield np.round(rng.exponential(2, 3000))  # a count: many ties
+    for n in (1, 2, 3, 7, 60):
+        yield rng.choice([-0.0, 0.0, 1.0, -1.0, 2.5, np.nan, np.inf, -np.inf], n)  # zeros of both signs
+        yield rng.choice([0.0, 1.0, np.nan, np.inf], n)
+        yield rng.choice([-0.0, -1.0, np.nan, -np.inf], n)
+    yield np.full(10, np.nan)
+    yield np.array([])
+    yield np.arange(50)  # not floats
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_quantiles_of_the_sorted_reported_values_are_nanquantiles(seed, recwarn):
+    from auditors.estimators import THRESHOLD_QUANTILES, nan_quantiles
+
+    for values in _quantile_cases(seed):
+        for quantiles in (THRESHOLD_QUANTILES, np.array([0.0, 0.5, 1.0]), np.linspace(0, 1, 11)):
+            want = np.nanquantile(values, quantiles)
+            got = nan_quantiles(values, quantiles)
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (values, quantiles)
