@@ -37,19 +37,43 @@ EPS = float(np.finfo(float).eps)
 
 
 def nan_quantiles(values: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
-    """np.nanquantile(values, quantiles) of a 1-d float array, as np.quantile of its sorted reported values:
-    the same order statistics (partitioning at two hundred places costs several sorts; a sorted array's
-    partition is quick), interpolated by the same code. Zeros of both signs compare equal but are not the
+    """np.nanquantile(values, quantiles) of a 1-d float array, read off its sorted reported values: the same
+    order statistics (np.nanquantile partitions at two hundred places, which costs several sorts), put
+    through the same interpolation (`sorted_quantiles`). Zeros of both signs compare equal but are not the
     same bits, and either may be where a partition or a sort puts them: with both (or with no reported
-    value, or another kind of array) np.nanquantile itself."""
-    values = np.asarray(values)
-    if values.ndim != 1 or values.dtype != np.float64:
+    value, or another kind of array or of quantiles) np.nanquantile itself."""
+    values, quantiles = np.asarray(values), np.asarray(quantiles)
+    if values.ndim != 1 or values.dtype != np.float64 or quantiles.ndim != 1 or quantiles.dtype != np.float64:
         return np.nanquantile(values, quantiles)
     reported = values[~np.isnan(values)]
     zero = reported == 0
     if len(reported) == 0 or (zero.any() and 0 < np.signbit(reported[zero]).sum() < zero.sum()):
         return np.nanquantile(values, quantiles)
-    return np.quantile(np.sort(reported), quantiles)
+    if not (np.all(quantiles >= 0) and np.all(quantiles <= 1)):
+        return np.nanquantile(values, quantiles)  # (it refuses them)
+    return sorted_quantiles(np.sort(reported), quantiles)
+
+
+def sorted_quantiles(ordered: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
+    """np.quantile(ordered, quantiles) (its default 'linear' method) of a sorted 1-d float array without NaN,
+    in numpy's own steps (numpy/lib/_function_base_impl.py: _quantile, _get_indexes, _lerp): the virtual
+    index (n - 1) q, its floor and the next position (both the last where it is at or past the end), and
+    the interpolation between the values there, from the nearer end. Sorted, the values at those positions
+    are the ones numpy's partition puts there."""
+    virtual = (len(ordered) - 1) * quantiles
+    previous = np.floor(virtual)
+    following = previous + 1
+    past_end = virtual >= len(ordered) - 1
+    previous[past_end], following[past_end] = -1, -1
+    below = virtual < 0  # (none: the quantiles are in [0, 1])
+    previous[below], following[below] = 0, 0
+    previous, following = previous.astype(np.intp), following.astype(np.intp)
+    low, high = ordered[previous], ordered[following]
+    gamma = virtual - previous
+    step = high - low
+    result = np.add(low, step * gamma)
+    np.subtract(high, step * (1 - gamma), out=result, where=gamma >= 0.5)
+    return result
 
 
 def carry_forward(panel: np.ndarray) -> np.ndarray:
