@@ -76,6 +76,32 @@ def sorted_quantiles(ordered: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
     return result
 
 
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """np.argsort(values, kind="stable") of a 1-d float array, from numpy's default (unstable, much faster)
+    sort: that puts equal values together in some order, and a stable sort is the one permutation that
+    orders them by position. Without ties it is that permutation already; with ties, each run of equal
+    values keyed by its rank, then by position, is sorted by keys that are all distinct (so any sort gives
+    the one order). A NaN equals nothing, not even a NaN: with one, the stable sort itself."""
+    values = np.asarray(values)
+    if values.ndim != 1 or values.dtype != np.float64 or len(values) < 2:
+        return np.argsort(values, kind="stable")
+    order = np.argsort(values)
+    ordered = values[order]
+    if np.isnan(ordered[-1]):  # (NaNs sort last)
+        return np.argsort(values, kind="stable")
+    ties = ordered[1:] == ordered[:-1]
+    if not ties.any():
+        return order
+    n = len(values)
+    if n > np.iinfo(np.int64).max // n:  # (rank * n + position must fit)
+        return np.argsort(values, kind="stable")
+    rank = np.zeros(n, dtype=np.int64)
+    np.cumsum(~ties, out=rank[1:])
+    key = np.empty(n, dtype=np.int64)
+    key[order] = rank * n + order
+    return np.argsort(key)
+
+
 def carry_forward(panel: np.ndarray) -> np.ndarray:
     """Each unit's last reported value carried forward over the days it was not reported."""
     columns = np.arange(panel.shape[1])
@@ -160,7 +186,7 @@ class Threshold(Estimator):
         # Q are sums over those rows: one cumulative sum over the rows sorted by the parent, read at each
         # candidate, gives them all (no rows x candidates matrix). Equal columns give equal sums, as before.
         x = model.x(e)[rows]
-        order = np.argsort(x, kind="stable")
+        order = stable_order(x)
         above = np.searchsorted(x[order], candidates, side="right")  # the first sorted row above each candidate
         n, columns = len(x), (ry, *q.T)
         # top[j, m]: the sum of column j over the m highest sorted rows, added from the top down (0 for none).

@@ -111,3 +111,25 @@ def test_quantiles_of_the_sorted_reported_values_are_nanquantiles(seed, recwarn)
             want = np.nanquantile(values, quantiles)
             got = nan_quantiles(values, quantiles)
             assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (values, quantiles)
+
+
+def _order_cases(seed: int):
+    rng = np.random.default_rng(seed)
+    yield rng.normal(0, 1, 20_000)  # no ties
+    yield np.round(rng.exponential(3, 20_000))  # a count: long runs of ties
+    yield np.round(rng.normal(50, 10, 5000), 1)
+    for n in (0, 1, 2, 3, 17, 300):
+        yield rng.choice([-0.0, 0.0, 1.0, -2.0, np.inf, -np.inf], n)  # zeros of both signs tie
+        yield rng.choice([0.0, 1.0, np.nan, 2.0], n)
+        yield rng.choice([1.0, 1.0 + 2**-52, 3.0], n)
+    yield np.arange(40)[::-1]  # not floats
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_stable_order_from_the_quick_sort_is_the_stable_sort(seed):
+    from auditors.estimators import stable_order
+
+    for values in _order_cases(seed):
+        want = np.argsort(values, kind="stable")
+        got = stable_order(values)
+        assert got.dtype == want.dtype and np.array_equal(got, want), values
