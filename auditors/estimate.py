@@ -260,12 +260,17 @@ def roll(values: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:
 def roll_reported(stack: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:
     """`roll(stack, window, is_open)` of a (..., units, periods) stack finite on every day: its reported days
     are the open ones whatever the values, so each day's count of them is counted once for every array of
-    the stack, and its sums are the same additions in the same order (each unit's days one after another)."""
-    total = np.where(is_open, stack, 0.0)
-    np.cumsum(total, axis=-1, out=total)
+    the stack, and its sums are the same additions in the same order (each unit's days one after another).
+    The running sums are made in `stack` itself (overwritten: a new array the caller hands over)."""
+    stack[..., ~is_open] = 0.0  # (np.where(is_open, stack, 0.0), in place)
+    running = np.cumsum(stack, axis=-1, out=stack)
     count = np.cumsum(is_open, axis=-1)
-    total[..., window:] -= total[..., :-window].copy()
     count[..., window:] -= count[..., :-window].copy()
+    # The window's sum is the running sum less the one `window` days before: subtracted into a new array
+    # (the same subtractions as in place on a copy of the earlier sums).
+    total = np.empty_like(running)
+    total[..., :window] = running[..., :window]
+    np.subtract(running[..., window:], running[..., :-window], out=total[..., window:])
     reported = count > 0
     np.divide(total, np.maximum(count, 1), out=total)
     if not reported.all():

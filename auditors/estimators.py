@@ -139,7 +139,7 @@ class Estimator:
     def daily_stack(self, model: ChildModel, e: Edge, candidates: np.ndarray) -> np.ndarray | None:
         """Every candidate's one-column feature before it is read off for the rows, as one (candidates, units,
         periods) stack of daily panels, when each is finite on every day (a rolling child's scan then rolls
-        them at once with one count of reported days); None when there is no such stack."""
+        them at once with one count of reported days, in place: a new array); None when there is no such stack."""
         return None
 
     # size: a scan's inputs (the rows, the other features' orthonormal basis, the residual) are all needed
@@ -353,7 +353,7 @@ class Lag(Estimator):
         if not np.isfinite(padded).all():  # (an infinite report is not a reported value to a rolling mean)
             return None
         days = np.lib.stride_tricks.sliding_window_view(padded, panel.shape[1], axis=1)  # (units, longest + 1, T)
-        return days.transpose(1, 0, 2)[longest - lags]
+        return days.transpose(1, 0, 2)[longest - lags]  # (an index array: a new array, not a view)
 
     def candidates(self, model, e):
         return np.arange(0, MAX_LAG + 1, dtype=float)
