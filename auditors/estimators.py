@@ -388,14 +388,33 @@ class Seasonal(Estimator):
 
     def features(self, model, e, theta):
         xc = model.x(e) - e.params["center"]
-        w = 2 * np.pi * model.rows.day / theta
-        return np.column_stack([xc, xc * np.sin(w), xc * np.cos(w)])
+        day = model.rows.day
+        if not _days_of_a_table(day, xc):
+            w = 2 * np.pi * day / theta
+            return np.column_stack([xc, xc * np.sin(w), xc * np.cos(w)])
+        # The wave taken once per day of the timeline and read off for the rows: sin and cos of the same
+        # numbers (2 pi day / theta of the day's own value), not once per row. Laid out as column_stack does.
+        w = 2 * np.pi * np.arange(int(day.max()) + 1) / theta
+        out = np.empty((len(xc), 3))
+        out[:, 0] = xc
+        np.multiply(xc, np.sin(w)[day], out=out[:, 1])
+        np.multiply(xc, np.cos(w)[day], out=out[:, 2])
+        return out
 
     def candidates(self, model, e):
         return np.array(SEASONAL_PERIODS, dtype=float)
 
     def statistic(self, model, e, b, theta):
         return float(np.hypot(b[1], b[2]) / abs(b[0])) if b[0] else float("nan")
+
+
+def _days_of_a_table(day: np.ndarray, values: np.ndarray) -> bool:
+    """Whether a row's day indexes a table of the days 0 .. max (integers, none negative, no more days than
+    rows) and the values are one float per row: then a per-day table read off by day is the per-row value."""
+    day = np.asarray(day)
+    if day.ndim != 1 or day.dtype.kind not in "iu" or not 0 < len(day) == len(values) or values.dtype != np.float64:
+        return False
+    return values.ndim == 1 and int(day.min()) >= 0 and int(day.max()) < len(day)
 
 
 class Categorical(Estimator):

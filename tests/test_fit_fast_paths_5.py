@@ -134,3 +134,34 @@ def test_a_stable_order_from_the_quick_sort_is_the_stable_sort(seed):
         want = np.argsort(values, kind="stable")
         got = stable_order(values)
         assert got.dtype == want.dtype and np.array_equal(got, want), values
+
+
+def _seasonal_plain(model, e, theta):
+    xc = model.x(e) - e.params["center"]
+    w = 2 * np.pi * model.rows.day / theta
+    return np.column_stack([xc, xc * np.sin(w), xc * np.cos(w)])
+
+
+@pytest.mark.parametrize("days", ["grid", "int32", "events", "negative", "floats", "sparse"])
+def test_a_seasonal_wave_taken_per_day_is_the_wave_taken_per_row(days):
+    from auditors.estimators import ESTIMATORS
+
+    contract, rows = _random_child(3, rolling=False)
+    rng = np.random.default_rng(5)
+    if days == "int32":
+        rows.day = rows.day.astype(np.int32)
+    elif days == "events":
+        rows.day = np.sort(rng.integers(0, 240, len(rows.y)))
+    elif days == "negative":
+        rows.day = rows.day - 3
+    elif days == "floats":
+        rows.day = rows.day.astype(float)
+    elif days == "sparse":
+        rows.day = rows.day * 1000  # a table of the days would be larger than the rows
+    rows.parents["s"][::13] = np.nan
+    model = ChildModel(contract, "y", rows)
+    e = next(e for e in model.edges if e.kind == "seasonal")
+    for theta in (7.0, 14.0, 28.0, 30.0, 365.25):
+        got = ESTIMATORS["seasonal"].features(model, e, theta)
+        want = _seasonal_plain(model, e, theta)
+        assert got.shape == want.shape and got.flags.c_contiguous and got.tobytes() == want.tobytes(), theta
