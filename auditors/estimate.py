@@ -308,6 +308,9 @@ class ChildModel:
         self._means: dict[str, float] = {}
         self._remembered: dict[tuple, tuple] = {}
         self.nuisance_finite = finite_in_every_column(self.nuisance)
+        # The design's constant column, made once (each scan and the final fit read it; none writes it).
+        self.constant = np.ones((len(rows.y), 1))
+        self.constant.flags.writeable = False
 
     def panel_mean(self, parent: str) -> float:
         """The mean of a parent's daily panel over its reported cells (what a lag holds its gaps at)."""
@@ -435,7 +438,7 @@ class ChildModel:
 
     def _design(self, skip: Edge | None = None) -> list[np.ndarray]:
         edges = [self.features(e) for e in self.edges if e is not skip]
-        return [np.ones((len(self.rows.y), 1)), *edges, self.nuisance]
+        return [self.constant, *edges, self.nuisance]
 
     def _covered(self, rows: np.ndarray, skip: Edge | None = None) -> np.ndarray:
         """`rows & np.isfinite(np.hstack(self._design(skip))).all(axis=1)`, block by block (a design's rows are
