@@ -257,6 +257,27 @@ def roll(values: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
+def roll_reported(stack: np.ndarray, window: int, is_open: np.ndarray) -> np.ndarray:
+    """`roll(stack, window, is_open)` of a (..., units, periods) stack finite on every day: its reported days
+    are the open ones whatever the values, so each day's count of them is counted once for every array of
+    the stack, and its sums are the same additions in the same order (each unit's days one after another).
+    The running sums are made in `stack` itself (overwritten: a new array the caller hands over)."""
+    stack[..., ~is_open] = 0.0  # (np.where(is_open, stack, 0.0), in place)
+    running = np.cumsum(stack, axis=-1, out=stack)
+    count = np.cumsum(is_open, axis=-1)
+    count[..., window:] -= count[..., :-window].copy()
+    # The window's sum is the running sum less the one `window` days before: subtracted into a new array
+    # (the same subtractions as in place on a copy of the earlier sums).
+    total = np.empty_like(running)
+    total[..., :window] = running[..., :window]
+    np.subtract(running[..., window:], running[..., :-window], out=total[..., window:])
+    reported = count > 0
+    np.divide(total, np.maximum(count, 1), out=total)
+    if not reported.all():
+        total[..., ~reported] = np.nan  # (where no day was reported: what `roll`'s np.where puts there)
+    return total
+
+
 class ChildModel:
     """The additive model of one child: each edge's features come from its kind's estimator, and the
     nonlinear parameters are found by scanning, one edge at a time with the others held, twice over."""
@@ -287,6 +308,9 @@ class ChildModel:
         self._means: dict[str, float] = {}
         self._remembered: dict[tuple, tuple] = {}
         self.nuisance_finite = finite_in_every_column(self.nuisance)
+        # The design's constant column, made once (each scan and the final fit read it; none writes it).
+        self.constant = np.ones((len(rows.y), 1))
+        self.constant.flags.writeable = False
 
     def panel_mean(self, parent: str) -> float:
         """The mean of a parent's daily panel over its reported cells (what a lag holds its gaps at)."""
@@ -357,6 +381,53 @@ class ChildModel:
             for cand, block in zip(chunk, rolled.reshape(len(chunk), width, U * T), strict=True):
                 self._features[e.parent, cand] = np.ascontiguousarray(block.T)  # as np.column_stack lays it out
 
+    def _scanned_rows(
+        self, e: Edge, cands: np.ndarray, ok: np.ndarray
+    ) -> tuple[np.ndarray, list[np.ndarray] | None, np.ndarray | None]:
+        """The rows of `ok` a scan scores (where every candidate's feature is finite), with every candidate's
+        block when they are computed on every row first, or their rolled columns as one stack."""
+        # A one-column feature whose finite rows are known beforehand (a step or a curve: where its parent is;
+        # a lag: everywhere, its gaps hold the mean) is computed on the scanned rows only, every candidate at
+        # once; any other on every row, so that every candidate is scored on the same rows.
+        estimator = ESTIMATORS[e.kind]
+        finite = estimator.finite_rows(self, e, cands) if self.window is None else None
+        if finite is not None:
+            return ok & finite, None, None
+        rolled = self._rolled_stack(e, cands) if self.window is not None else None
+        if rolled is not None:  # (the rows where each row of the stack is finite: one reduction across them)
+            return ok & np.logical_and.reduce(np.isfinite(rolled), axis=0), None, rolled
+        if self.window is not None:
+            self._roll_candidates(e, cands)
+        blocks = [self.features(e, cand) for cand in cands]
+        for cand in cands:
+            ok &= self.finite(e, cand)
+        return ok, blocks, None
+
+    def _rolled_stack(self, e: Edge, cands: np.ndarray) -> np.ndarray | None:
+        """`features(e, cand)[:, 0]` of a rolling child for every candidate, as the rows of one (candidates,
+        rows) array, when its estimator gives their daily panels as one stack finite on every day and the rows
+        are the panel's cells in order (as rolling a feature's reshaped column takes them): every candidate
+        is then reported on the child's open days, and one rolling count serves them all (`roll_reported`).
+        The blocks go into the cache `features` reads (rows of the stack: the same values). None otherwise."""
+
+        def compute() -> np.ndarray | None:
+            window, cell, n = self.window, self.rows.cell, len(self.rows.y)
+            if not (isinstance(window, int) and window >= 1 and cell is not None and len(cell) == n == cell.size):
+                return None
+            if not np.array_equal(cell, np.arange(n)) or n != self.rows.open.size:
+                return None
+            stack = ESTIMATORS[e.kind].daily_stack(self, e, cands)
+            if stack is None or stack.shape[0] != len(cands) or stack.shape[1:] != self.rows.open.shape:
+                return None
+            rolled = roll_reported(stack, window, self.rows.open).reshape(len(cands), n)
+            rolled.flags.writeable = False
+            return rolled
+
+        rolled = self.remembered(("rolled", e.parent), (cands,), compute)
+        for cand, column in zip(cands, rolled if rolled is not None else (), strict=False):
+            self._features.setdefault((e.parent, cand), column[:, None])
+        return rolled
+
     def finite(self, e: Edge, theta: float | None = None) -> np.ndarray:
         """The rows where an edge's feature block is finite in every column (kept with the block)."""
         theta = self.theta.get(e.parent) if theta is None else theta
@@ -367,7 +438,7 @@ class ChildModel:
 
     def _design(self, skip: Edge | None = None) -> list[np.ndarray]:
         edges = [self.features(e) for e in self.edges if e is not skip]
-        return [np.ones((len(self.rows.y), 1)), *edges, self.nuisance]
+        return [self.constant, *edges, self.nuisance]
 
     def _covered(self, rows: np.ndarray, skip: Edge | None = None) -> np.ndarray:
         """`rows & np.isfinite(np.hstack(self._design(skip))).all(axis=1)`, block by block (a design's rows are
@@ -424,20 +495,7 @@ class ChildModel:
         others = self._design(skip=e)
         estimator = ESTIMATORS[e.kind]
         cands = self.candidates(e)
-        ok = self._covered(valid, skip=e)
-        # A one-column feature whose finite rows are known beforehand (a step or a curve: where its parent is;
-        # a lag: everywhere, its gaps hold the mean) is computed on the scanned rows only, every candidate at
-        # once; any other on every row, so that every candidate is scored on the same rows.
-        finite = estimator.finite_rows(self, e, cands) if self.window is None else None
-        blocks = None
-        if finite is not None:
-            ok &= finite
-        else:
-            if self.window is not None:
-                self._roll_candidates(e, cands)
-            blocks = [self.features(e, cand) for cand in cands]
-            for cand in cands:
-                ok &= self.finite(e, cand)
+        ok, blocks, rolled = self._scanned_rows(e, cands, self._covered(valid, skip=e))
         idx = np.flatnonzero(ok)
         # A lag's optimum is flat, and a sporadic measure's few large values sway a subset's: both need every row.
         if len(idx) > SCAN_ROWS and e.kind != "lag" and not self.sporadic:
@@ -450,7 +508,9 @@ class ChildModel:
         if blocks is None or all(b.shape[1] == 1 for b in blocks):
             # One extra column per candidate: its explained variance is (f.ry)^2 / (f.f - |Q'f|^2), since ry is
             # already orthogonal to Q; one matrix product scores every candidate at once.
-            if blocks is None:
+            if rolled is not None:  # the columns at the rows, laid out as np.column_stack lays out the blocks'
+                fry, qf, ff = projections(np.ascontiguousarray(np.take(rolled, idx, axis=1).T), q, ry)
+            elif blocks is None:
                 # Sums over groups of rows decide when no other candidate comes within their error bound of
                 # the best; otherwise the plain sums below do.
                 grouped = estimator.grouped_sums(self, e, cands, idx, q, ry)

@@ -36,6 +36,72 @@ GROUPED_SHARE = 0.25  # a curve's scan sums over its parent's distinct values wh
 EPS = float(np.finfo(float).eps)
 
 
+def nan_quantiles(values: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
+    """np.nanquantile(values, quantiles) of a 1-d float array, read off its sorted reported values: the same
+    order statistics (np.nanquantile partitions at two hundred places, which costs several sorts), put
+    through the same interpolation (`sorted_quantiles`). Zeros of both signs compare equal but are not the
+    same bits, and either may be where a partition or a sort puts them: with both (or with no reported
+    value, or another kind of array or of quantiles) np.nanquantile itself."""
+    values, quantiles = np.asarray(values), np.asarray(quantiles)
+    if values.ndim != 1 or values.dtype != np.float64 or quantiles.ndim != 1 or quantiles.dtype != np.float64:
+        return np.nanquantile(values, quantiles)
+    reported = values[~np.isnan(values)]
+    zero = reported == 0
+    if len(reported) == 0 or (zero.any() and 0 < np.signbit(reported[zero]).sum() < zero.sum()):
+        return np.nanquantile(values, quantiles)
+    if not (np.all(quantiles >= 0) and np.all(quantiles <= 1)):
+        return np.nanquantile(values, quantiles)  # (it refuses them)
+    return sorted_quantiles(np.sort(reported), quantiles)
+
+
+def sorted_quantiles(ordered: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
+    """np.quantile(ordered, quantiles) (its default 'linear' method) of a sorted 1-d float array without NaN,
+    in numpy's own steps (numpy/lib/_function_base_impl.py: _quantile, _get_indexes, _lerp): the virtual
+    index (n - 1) q, its floor and the next position (both the last where it is at or past the end), and
+    the interpolation between the values there, from the nearer end. Sorted, the values at those positions
+    are the ones numpy's partition puts there."""
+    virtual = (len(ordered) - 1) * quantiles
+    previous = np.floor(virtual)
+    following = previous + 1
+    past_end = virtual >= len(ordered) - 1
+    previous[past_end], following[past_end] = -1, -1
+    below = virtual < 0  # (none: the quantiles are in [0, 1])
+    previous[below], following[below] = 0, 0
+    previous, following = previous.astype(np.intp), following.astype(np.intp)
+    low, high = ordered[previous], ordered[following]
+    gamma = virtual - previous
+    step = high - low
+    result = np.add(low, step * gamma)
+    np.subtract(high, step * (1 - gamma), out=result, where=gamma >= 0.5)
+    return result
+
+
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """np.argsort(values, kind="stable") of a 1-d float array, from numpy's default (unstable, much faster)
+    sort: that puts equal values together in some order, and a stable sort is the one permutation that
+    orders them by position. Without ties it is that permutation already; with ties, each run of equal
+    values keyed by its rank, then by position, is sorted by keys that are all distinct (so any sort gives
+    the one order). A NaN equals nothing, not even a NaN: with one, the stable sort itself."""
+    values = np.asarray(values)
+    if values.ndim != 1 or values.dtype != np.float64 or len(values) < 2:
+        return np.argsort(values, kind="stable")
+    order = np.argsort(values)
+    ordered = values[order]
+    if np.isnan(ordered[-1]):  # (NaNs sort last)
+        return np.argsort(values, kind="stable")
+    ties = ordered[1:] == ordered[:-1]
+    if not ties.any():
+        return order
+    n = len(values)
+    if n > np.iinfo(np.int64).max // n:  # (rank * n + position must fit)
+        return np.argsort(values, kind="stable")
+    rank = np.zeros(n, dtype=np.int64)
+    np.cumsum(~ties, out=rank[1:])
+    key = np.empty(n, dtype=np.int64)
+    key[order] = rank * n + order
+    return np.argsort(key)
+
+
 def carry_forward(panel: np.ndarray) -> np.ndarray:
     """Each unit's last reported value carried forward over the days it was not reported."""
     columns = np.arange(panel.shape[1])
@@ -69,6 +135,12 @@ class Estimator:
     def columns(self, model: ChildModel, e: Edge, candidates: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Column k is features(model, e, candidates[k])[rows, 0], computed on those rows only."""
         raise NotImplementedError
+
+    def daily_stack(self, model: ChildModel, e: Edge, candidates: np.ndarray) -> np.ndarray | None:
+        """Every candidate's one-column feature before it is read off for the rows, as one (candidates, units,
+        periods) stack of daily panels, when each is finite on every day (a rolling child's scan then rolls
+        them at once with one count of reported days, in place: a new array); None when there is no such stack."""
+        return None
 
     # size: a scan's inputs (the rows, the other features' orthonormal basis, the residual) are all needed
     def sums(self, model: ChildModel, e: Edge, candidates: np.ndarray, rows: np.ndarray, q: np.ndarray, ry: np.ndarray):
@@ -114,7 +186,7 @@ class Threshold(Estimator):
         # Q are sums over those rows: one cumulative sum over the rows sorted by the parent, read at each
         # candidate, gives them all (no rows x candidates matrix). Equal columns give equal sums, as before.
         x = model.x(e)[rows]
-        order = np.argsort(x, kind="stable")
+        order = stable_order(x)
         above = np.searchsorted(x[order], candidates, side="right")  # the first sorted row above each candidate
         n, columns = len(x), (ry, *q.T)
         # top[j, m]: the sum of column j over the m highest sorted rows, added from the top down (0 for none).
@@ -128,7 +200,7 @@ class Threshold(Estimator):
         return at[:, 0], at[:, 1:].T, (n - above).astype(float)
 
     def candidates(self, model, e):  # midpoints between observed levels: a step between two levels sits halfway
-        levels = np.unique(np.nanquantile(model.x(e), THRESHOLD_QUANTILES))
+        levels = np.unique(nan_quantiles(model.x(e), THRESHOLD_QUANTILES))
         return (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
 
     def statistic(self, model, e, b, theta):
@@ -239,17 +311,13 @@ class Lag(Estimator):
 
     def columns(self, model, e, candidates, rows):  # what `features` reads, for every lag at once
         rows_, panel = model.rows, model.rows.panels[e.parent]
-        mean = model.panel_mean(e.parent)
-        known = model.carried(e.parent) if model.is_root(e.parent) else panel
         lags = candidates.astype(np.int64)
-        # Each unit's series with its gaps at the mean and `longest` days of the mean before the timeline
-        # (a day before it is unknown): a row's value at lag L is then `L` places before its own day in its
-        # unit's run, one flat gather per lag (the same values, no arithmetic). The gather is laid out
-        # (lags, rows) and transposed, the memory order the matrix products that score the columns have
-        # always read (a product's rounding can depend on the order it reads its operand in).
+        # A row's value at lag L is `L` places before its own day in its unit's run of the padded panel, one
+        # flat gather per lag (the same values, no arithmetic). The gather is laid out (lags, rows) and
+        # transposed, the memory order the matrix products that score the columns have always read (a
+        # product's rounding can depend on the order it reads its operand in).
         longest = int(lags.max(initial=0))
-        padded = np.full((panel.shape[0], panel.shape[1] + longest), mean)
-        padded[:, longest:] = np.where(np.isnan(known), mean, known)
+        padded = self.padded(model, e, longest)
         # A day before the timeline reads from its end, as indexing the lagged panel by it does.
         day = rows_.day[rows] % panel.shape[1]
         start = rows_.unit_index[rows] * padded.shape[1] + day  # each row's day, `longest` places after it
@@ -260,6 +328,32 @@ class Lag(Estimator):
         for k, lag in enumerate(lags):  # one gather per lag with the same row offsets, from the lag's own start
             np.take(flat[longest - lag :], start, out=out[k], mode="clip")  # (every offset is in range: no clip)
         return out.T
+
+    @staticmethod
+    def padded(model, e, longest: int) -> np.ndarray:
+        """Each unit's series as `features` reads it (a root's carried forward), its gaps at the mean, after
+        `longest` days of the mean (a day before the timeline is unknown): lag L of day t is at t + longest - L."""
+        panel, mean = model.rows.panels[e.parent], model.panel_mean(e.parent)
+        known = model.carried(e.parent) if model.is_root(e.parent) else panel
+        padded = np.full((panel.shape[0], panel.shape[1] + longest), mean)
+        padded[:, longest:] = np.where(np.isnan(known), mean, known)
+        return padded
+
+    def daily_stack(self, model, e, candidates):
+        # Lag L's panel is the padded one from day longest - L on: a window of it, no arithmetic. Lags are
+        # whole days (`features` truncates them as astype does), none negative or beyond the timeline.
+        panel = model.rows.panels.get(e.parent)
+        if panel is None or not (len(candidates) and np.isfinite(candidates).all()):
+            return None
+        lags = candidates.astype(np.int64)
+        if lags.min() < 0 or lags.max() > panel.shape[1]:
+            return None
+        longest = int(lags.max())
+        padded = self.padded(model, e, longest)
+        if not np.isfinite(padded).all():  # (an infinite report is not a reported value to a rolling mean)
+            return None
+        days = np.lib.stride_tricks.sliding_window_view(padded, panel.shape[1], axis=1)  # (units, longest + 1, T)
+        return days.transpose(1, 0, 2)[longest - lags]  # (an index array: a new array, not a view)
 
     def candidates(self, model, e):
         return np.arange(0, MAX_LAG + 1, dtype=float)
@@ -294,14 +388,33 @@ class Seasonal(Estimator):
 
     def features(self, model, e, theta):
         xc = model.x(e) - e.params["center"]
-        w = 2 * np.pi * model.rows.day / theta
-        return np.column_stack([xc, xc * np.sin(w), xc * np.cos(w)])
+        day = model.rows.day
+        if not _days_of_a_table(day, xc):
+            w = 2 * np.pi * day / theta
+            return np.column_stack([xc, xc * np.sin(w), xc * np.cos(w)])
+        # The wave taken once per day of the timeline and read off for the rows: sin and cos of the same
+        # numbers (2 pi day / theta of the day's own value), not once per row. Laid out as column_stack does.
+        w = 2 * np.pi * np.arange(int(day.max()) + 1) / theta
+        out = np.empty((len(xc), 3))
+        out[:, 0] = xc
+        np.multiply(xc, np.sin(w)[day], out=out[:, 1])
+        np.multiply(xc, np.cos(w)[day], out=out[:, 2])
+        return out
 
     def candidates(self, model, e):
         return np.array(SEASONAL_PERIODS, dtype=float)
 
     def statistic(self, model, e, b, theta):
         return float(np.hypot(b[1], b[2]) / abs(b[0])) if b[0] else float("nan")
+
+
+def _days_of_a_table(day: np.ndarray, values: np.ndarray) -> bool:
+    """Whether a row's day indexes a table of the days 0 .. max (integers, none negative, no more days than
+    rows) and the values are one float per row: then a per-day table read off by day is the per-row value."""
+    day = np.asarray(day)
+    if day.ndim != 1 or day.dtype.kind not in "iu" or not 0 < len(day) == len(values) or values.dtype != np.float64:
+        return False
+    return values.ndim == 1 and int(day.min()) >= 0 and int(day.max()) < len(day)
 
 
 class Categorical(Estimator):
