@@ -204,10 +204,29 @@ def _read_all(world: World, clean: bool) -> dict[str, list[tuple[Deliverable, pl
         if clean:
             frame = merge_renamed_columns(frame, d)
         else:
-            frame = frame.select([c.name for c in d.columns if c.name in frame.columns])
+            frame = _selected(frame, [c.name for c in d.columns if c.name in frame.columns])
         rename = {c.name: _canonical_name(d, c) for c in d.columns if c.name in frame.columns}
-        by_grain.setdefault(d.grain, []).append((d, frame.rename(rename)))
+        by_grain.setdefault(d.grain, []).append((d, _renamed(frame, rename)))
     return by_grain
+
+
+def _selected(frame: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+    """frame.select(names) for distinct names it has, as a frame of those columns (no query to plan); the
+    select itself otherwise (its error, if any, is the one reported)."""
+    if len(set(names)) != len(names) or not set(names) <= set(frame.columns):
+        return frame.select(names)
+    return pl.DataFrame([frame.get_column(name) for name in names])
+
+
+def _renamed(frame: pl.DataFrame, mapping: dict[str, str]) -> pl.DataFrame:
+    """frame.rename(mapping) by setting the names of a (shallow) copy, where the new names are distinct; the
+    rename itself otherwise."""
+    names = [mapping.get(name, name) for name in frame.columns]
+    if len(set(names)) != len(names) or not set(mapping) <= set(frame.columns):
+        return frame.rename(mapping)
+    renamed = frame.clone()  # shares the columns' data
+    renamed.columns = names
+    return renamed
 
 
 def _canonical_name(d: Deliverable, c) -> str:
@@ -294,7 +313,7 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
         for column in [amount] + [v for v in event_vars if v in events.columns]:
             events = repair_unit_drift(events, column, units_of[column], daily)
     for _, detail in by_grain.get("event_detail", []):
-        detail, event_rows = detail.drop("time", strict=False), None
+        detail, event_rows = _selected(detail, [c for c in detail.columns if c != "time"]), None
         if clean:
             detail = first_per_event(detail)
             for column in [c for c in detail.columns if c in event_vars]:
@@ -302,7 +321,7 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
                 detail = repair_unit_drift(dated, column, units_of[column]).drop("day")  # the same rows, in order
         # The events' ids are distinct here when cleaning (first_per_event): each detail row's event is its match.
         events = _with_detail(events, detail, event_rows)
-    return events.select("event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns])
+    return _selected(events, ["event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns]])
 
 
 def first_per_event(frame: pl.DataFrame) -> pl.DataFrame:
@@ -437,7 +456,7 @@ def _observed_panel(
     events_cells = (grid, frame_cells[-1]) if grid is not None else None
     for index, (_, frame) in enumerate(daily):
         # One row per unit and day is needed to join at all; a raw analysis just keeps the first.
-        known = frame.filter(pl.col("unit_id").is_not_null())
+        known = frame.filter(pl.col("unit_id").is_not_null()) if frame["unit_id"].null_count() else frame
         deduped = first_per_unit_day(known)
         # The file's rows as open_grid placed them (repairs change values only): its cells hold while the grid does.
         cells = frame_cells[index] if grid is not None and known.height == frame.height and deduped is known else None
@@ -640,7 +659,7 @@ def merge_renamed_columns(frame: pl.DataFrame, d: Deliverable) -> pl.DataFrame:
             frame = frame.with_columns(
                 pl.coalesce(pl.col(owner), pl.col(extra).cast(frame.schema[owner], strict=False)).alias(owner)
             )
-    return frame.select(known)
+    return _selected(frame, known)
 
 
 def clean_name(name: str) -> str:
