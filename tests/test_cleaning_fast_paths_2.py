@@ -7,7 +7,21 @@ import numpy as np
 import polars as pl
 import pytest
 
-from auditors.dataset import _renamed, _selected
+from auditors.dataset import (
+    ADJACENT_GAP_DAYS,
+    PositiveRows,
+    _adjacent_steps,
+    _adjacent_switch,
+    _adjacent_switch_plain,
+    _every_unit_switches,
+    _renamed,
+    _selected,
+    _unit_levels_around,
+    _unit_levels_plain,
+    _window_step,
+    repair_unit_drift,
+)
+from tests.test_cleaning_fast_paths import SWITCHES, _daily_panel
 
 
 def _outcome(fn):
@@ -70,3 +84,102 @@ def test_selected_and_renamed_on_random_frames(seed):
     assert _same(_selected(frame, names), frame.select(names))
     mapping = {name: f"n{int(rng.integers(0, 3 * width))}" for name in names}
     assert _same(_outcome(lambda: _renamed(frame, mapping)), _outcome(lambda: frame.rename(mapping)))
+
+
+# --- a repair's tests of one column share its positive rows (PositiveRows) ----------------------------------
+
+
+def _pairs(levels) -> list[tuple[float, float]]:
+    """A unit's (before, after) levels, in a fixed order (the units' order is no matter), bits as they are."""
+    return sorted(zip(levels[0].tolist(), levels[1].tolist(), strict=True))
+
+
+@pytest.mark.parametrize("order", ["shuffled", "unit_day", "day_unit"])
+@pytest.mark.parametrize("switch", [0, 2, 4, 5])
+@pytest.mark.parametrize("seed", range(2))
+def test_shared_positive_rows_give_the_plain_levels(seed, switch, order):
+    """One PositiveRows serves every day and window of a column: each unit's medians are polars' to the bit,
+    whatever the rows' order (already by unit and day, by day and unit, or shuffled)."""
+    rng = np.random.default_rng(seed)
+    frame = _daily_panel(rng, {**SWITCHES[switch], "round": bool(seed), "closed": 0.2})
+    frame = {"unit_day": frame.sort("unit_id", "day"), "day_unit": frame.sort("day", "unit_id")}.get(order, frame)
+    rows = PositiveRows(frame, "x")
+    factors = (100.0,) if SWITCHES[switch]["factor"] in (100.0, 0.01) else (2.20462, 1000.0, 60.0)
+    assert _adjacent_switch(frame, "x", factors, rows) == _adjacent_switch_plain(frame, "x", factors)
+    for day in [-3, 0, 15, SWITCHES[switch]["day"], SWITCHES[switch]["days"] - 1, 10**5]:
+        for window, logged in [(4, True), (14, False), (21, True), (28, False)]:
+            got = _unit_levels_around(frame, "x", day, window, logged, rows=rows)
+            assert _pairs(got) == _pairs(_unit_levels_plain(frame, "x", day, window, logged))
+        assert _window_step(frame, "x", day, 7, rows) == _window_step(frame, "x", day, 7)
+        assert _every_unit_switches(frame, "x", day, 100.0, rows) == _every_unit_switches(frame, "x", day, 100.0)
+
+
+def test_positive_rows_of_another_frame_are_not_used():
+    rng = np.random.default_rng(4)
+    frame = _daily_panel(rng, {**SWITCHES[0], "round": False, "closed": 0.0})
+    other = PositiveRows(frame.with_columns(pl.col("x") * 7.0), "x")
+    want = _unit_levels_plain(frame, "x", 60, 14, True)
+    assert _pairs(_unit_levels_around(frame, "x", 60, 14, True, rows=other)) == _pairs(want)
+
+
+def test_wide_codes_and_days_take_the_general_sorts():
+    """More than 2**15 units (the 16-bit side keys would wrap) and days spanning more than 2**16 (the 16-bit
+    day keys would): the general sorts, the same levels and steps."""
+    units = np.arange(40_000) * 3 + 11
+    frame = pl.DataFrame(
+        {
+            "unit_id": np.repeat(units, 2),
+            "day": np.tile([4, 5], len(units)) + np.repeat((np.arange(len(units)) % 3) * 40_000, 2),
+            "x": np.exp(np.random.default_rng(0).normal(size=2 * len(units))),
+        }
+    )
+    for day in (5, 40_005, 80_005):
+        got = _unit_levels_around(frame, "x", day, 1, True)
+        assert _pairs(got) == _pairs(_unit_levels_plain(frame, "x", day, 1, True))
+    assert _adjacent_switch(frame, "x", (100.0,)) == _adjacent_switch_plain(frame, "x", (100.0,))
+
+
+@pytest.mark.parametrize("closed", [0.0, 0.3])
+@pytest.mark.parametrize("switch", range(len(SWITCHES)))
+@pytest.mark.parametrize("seed", range(2))
+def test_repair_on_arrays_is_the_repair_in_polars(seed, switch, closed):
+    """A whole repair with Int64 keys (its tests on shared arrays) gives what it gives with Int32 unit codes
+    (every test in polars), daily panel or not."""
+    rng = np.random.default_rng(seed)
+    frame = _daily_panel(rng, {**SWITCHES[switch], "round": bool(seed), "closed": closed})
+    for daily in (True, False, None):
+        fast = repair_unit_drift(frame, "x", "usd", daily)
+        plain = repair_unit_drift(frame.with_columns(pl.col("unit_id").cast(pl.Int32)), "x", "usd", daily)
+        assert fast.equals(plain.with_columns(pl.col("unit_id").cast(pl.Int64)))
+
+
+def _plain_steps(frame: pl.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """`_adjacent_switch_plain`'s steps in polars, ordered by day and step."""
+    steps = (
+        frame.filter(pl.col(column) > 0)
+        .sort("unit_id", "day")
+        .select(
+            "day",
+            pl.col(column).cast(pl.Float64).log().diff().over("unit_id").alias("step"),
+            (pl.col("day") - pl.col("day").shift(1).over("unit_id")).alias("gap"),
+        )
+        .filter(pl.col("step").is_not_null() & (pl.col("gap") <= ADJACENT_GAP_DAYS))
+        .sort("day", "step")
+    )
+    return steps["day"].to_numpy(), steps["step"].to_numpy()
+
+
+@pytest.mark.parametrize("spread", [1, 40_000])
+@pytest.mark.parametrize("order", ["shuffled", "unit_day"])
+@pytest.mark.parametrize("seed", range(3))
+def test_adjacent_steps_are_the_plain_steps_in_order(seed, order, spread):
+    """Each step and its day, bit for bit, ordered by day and then step (ties from rounded values), the days
+    in a short span (16-bit keys) or spread over more than 2**16."""
+    rng = np.random.default_rng(seed)
+    frame = _daily_panel(rng, {**SWITCHES[seed], "round": True, "closed": 0.2})
+    frame = frame.with_columns(pl.col("day") + (pl.col("unit_id") % 3) * spread)
+    frame = frame.sort("unit_id", "day") if order == "unit_day" else frame
+    day, step = _adjacent_steps(frame, "x", PositiveRows(frame, "x"))
+    want_day, want_step = _plain_steps(frame, "x")
+    assert np.array_equal(day, want_day)
+    assert np.array_equal(step.view(np.int64), want_step.view(np.int64))
