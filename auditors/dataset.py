@@ -537,15 +537,73 @@ def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl
     shared = [v for v in contract.variables if v.grain == "panel" and v.scope != "unit" and v.name in panel.columns]
     if not shared or "region" not in master.columns:
         return panel
+    columns = [(v.name, v.scope == "nation") for v in shared]
+    on_grid = _consensus_on_grid(panel, master, columns)
+    return on_grid if on_grid is not None else _consensus_plain(panel, master, columns)
+
+
+def _consensus_plain(panel: pl.DataFrame, master: pl.DataFrame, shared: list[tuple[str, bool]]) -> pl.DataFrame:
+    """`_shared_series_consensus` in polars, for any panel: each (column, national)'s median per day (and
+    region, unless national), by a window over the panel with the units' regions joined on."""
     regions = (
         master.select("unit_id", "region").drop_nulls("unit_id").unique("unit_id", keep="first", maintain_order=True)
     )
     panel = panel.join(regions, on="unit_id", how="left", maintain_order="left")
-    for v in shared:
-        group = ["day"] if v.scope == "nation" else ["region", "day"]
-        consensus = pl.col(v.name).median().over(group)
-        panel = panel.with_columns(pl.when(pl.col("open") == 1).then(consensus).alias(v.name))
+    for name, national in shared:
+        consensus = pl.col(name).median().over(["day"] if national else ["region", "day"])
+        panel = panel.with_columns(pl.when(pl.col("open") == 1).then(consensus).alias(name))
     return panel.drop("region")
+
+
+def _consensus_on_grid(
+    panel: pl.DataFrame, master: pl.DataFrame, shared: list[tuple[str, bool]]
+) -> pl.DataFrame | None:
+    """`_shared_series_consensus` on arrays where the panel is a grid (`_as_grid`): each (column, national)'s
+    median per day (and region, unless national) over the units' reported values, as polars takes medians
+    (`_sorted_medians`), on the open unit-days. None (polars decides) unless the columns are Float64 with no
+    NaN and no -0.0 (polars orders those its own way), the units' codes Int64 and their regions text or
+    integers (grouped as Python compares them: as polars does)."""
+    grid = _as_grid(panel)
+    if grid is None or "region" in panel.columns or not panel.schema.get("open", pl.String).is_integer():
+        return None
+    kind = master.schema["region"]
+    if master.schema["unit_id"] != pl.Int64 or not (kind == pl.String or kind.is_integer()):
+        return None
+    if any(panel.schema[name] != pl.Float64 for name, _ in shared):
+        return None
+    unit_ids, periods = grid
+    region_of: dict = {}
+    for unit, region in zip(master["unit_id"].to_list(), master["region"].to_list(), strict=True):
+        if unit is not None:
+            region_of.setdefault(unit, region)  # the first row of a unit, as the plain path's unique keeps
+    numbers: dict = {}  # each region (a null too: the join's units without one) numbered as first met
+    region = np.array([numbers.setdefault(region_of.get(int(u)), len(numbers)) for u in unit_ids], dtype=np.int64)
+    closed = (panel["open"] != 1).fill_null(True).to_numpy().reshape(len(unit_ids), periods)
+    out = panel.clone()  # shares the other columns' data
+    for name, national in shared:
+        series = panel[name]
+        values = series.to_numpy().reshape(len(unit_ids), periods)  # a null as NaN
+        if np.count_nonzero(np.isnan(values)) != series.null_count() or np.any((values == 0) & np.signbit(values)):
+            return None  # a NaN or a -0.0 among the values
+        consensus = np.empty_like(values)
+        for number in range(len(numbers)) if not national else (None,):
+            units = slice(None) if national else region == number
+            consensus[units] = _day_medians(values[units])
+        consensus[closed] = np.nan
+        out.replace_column(panel.get_column_index(name), pl.Series(name, consensus.reshape(-1), nan_to_null=True))
+    return out
+
+
+def _day_medians(values: np.ndarray) -> np.ndarray:
+    """Each day's (column's) median of the units' (rows') values, blanks (NaN) left out, as polars takes it
+    (`_sorted_medians`; NaN where a day has no value)."""
+    ordered = np.sort(values.T, axis=1)  # each day's values in order, blanks last
+    count = np.count_nonzero(~np.isnan(ordered), axis=1)
+    days = np.arange(ordered.shape[0])
+    lower = ordered[days, np.maximum(count - 1, 0) // 2]
+    upper = ordered[days, np.minimum(count // 2, ordered.shape[1] - 1)]
+    median = np.where(lower == upper, lower, lower + (upper - lower) * 0.5)
+    return np.where(count > 0, median, np.nan)
 
 
 # size: the grid, its cells and the frames' cells (`cells`, for the joins that follow) read best together

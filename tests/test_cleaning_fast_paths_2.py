@@ -13,6 +13,8 @@ from auditors.dataset import (
     _adjacent_steps,
     _adjacent_switch,
     _adjacent_switch_plain,
+    _consensus_on_grid,
+    _consensus_plain,
     _every_unit_switches,
     _renamed,
     _selected,
@@ -183,3 +185,81 @@ def test_adjacent_steps_are_the_plain_steps_in_order(seed, order, spread):
     want_day, want_step = _plain_steps(frame, "x")
     assert np.array_equal(day, want_day)
     assert np.array_equal(step.view(np.int64), want_step.view(np.int64))
+
+
+# --- a shared series' consensus on the grid's arrays (_consensus_on_grid) -----------------------------------
+
+
+def _grid_panel(rng: np.random.Generator, units: np.ndarray, periods: int) -> pl.DataFrame:
+    """A unit x day grid with `open` (0, 1, now and then 2 or blank) and two shared series with blanks, ties
+    (rounded values) and negative values."""
+    n = len(units) * periods
+    level = np.tile(rng.normal(10, 5, periods), len(units))
+    rate = np.where(rng.random(n) < 0.3, np.round(level, 0), level + rng.normal(0, 1, n)) + 0.0  # no -0.0
+    open_ = np.where(rng.random(n) < 0.1, 2, (rng.random(n) < 0.8).astype(np.int64))
+    return pl.DataFrame(
+        {
+            "unit_id": np.repeat(units, periods),
+            "day": np.tile(np.arange(periods), len(units)),
+            "open": pl.Series(open_.astype(np.int8)).scatter([1], None),
+            "rate": np.where(rng.random(n) < 0.2, np.nan, rate),
+            "index": np.where(rng.random(n) < 0.5, np.nan, np.round(rate * 3, 1) - 20) + 0.0,
+        },
+        schema_overrides={"open": pl.Int8},
+    ).with_columns(pl.col("rate", "index").fill_nan(None))
+
+
+def _master(rng: np.random.Generator, units: np.ndarray, regions: list) -> pl.DataFrame:
+    """The units' master rows, some units missing, one twice (another region: the first row counts), a row
+    without a code, a unit without a region."""
+    listed = [int(u) for u in units if rng.random() < 0.9]
+    codes = listed + [listed[0], None]
+    region = [regions[int(rng.integers(len(regions)))] for _ in codes]
+    region[1] = None
+    return pl.DataFrame({"unit_id": codes, "region": region}, schema={"unit_id": pl.Int64, "region": None})
+
+
+def _consensus_outcomes(panel: pl.DataFrame, master: pl.DataFrame, shared: list) -> tuple:
+    on_grid = _outcome(lambda: _consensus_on_grid(panel, master, shared))
+    return on_grid, _outcome(lambda: _consensus_plain(panel, master, shared))
+
+
+@pytest.mark.parametrize("regions", [["north", "south", "east"], [3, 7], ["one"]])
+@pytest.mark.parametrize("seed", range(4))
+def test_consensus_on_grid_is_the_polars_window(seed, regions):
+    rng = np.random.default_rng(seed)
+    units = np.sort(rng.choice(np.arange(1, 500), int(rng.integers(1, 40)), replace=False))
+    panel = _grid_panel(rng, units, int(rng.integers(1, 60)))
+    master = _master(rng, units, regions)
+    shared = [("rate", False), ("index", True)]
+    on_grid, plain = _consensus_outcomes(panel, master, shared)
+    assert on_grid is not None and _same(on_grid, plain)
+    for name, _ in shared:  # to the bit
+        assert np.array_equal(on_grid[name].to_numpy().view(np.int64), plain[name].to_numpy().view(np.int64))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p, m: (p.with_columns(pl.col("rate").fill_null(float("nan"))), m),  # a NaN: polars orders it
+        lambda p, m: (p.with_columns(pl.col("rate").fill_null(-0.0)), m),  # a -0.0 beside 0.0s
+        lambda p, m: (p.with_columns(pl.col("rate").fill_null(0.0)), m),  # zeros alone are fine
+        lambda p, m: (p.sample(fraction=1.0, shuffle=True, seed=1), m),  # not the grid's order
+        lambda p, m: (p.with_columns(pl.col("rate").cast(pl.Float32)), m),
+        lambda p, m: (p.with_columns(pl.col("rate").round(0).cast(pl.Int64)), m),  # polars' integer median
+        lambda p, m: (p.with_columns(pl.col("open").cast(pl.String)), m),
+        lambda p, m: (p.drop("open"), m),
+        lambda p, m: (p.with_columns(pl.lit("r").alias("region")), m),  # the join would suffix
+        lambda p, m: (p, m.with_columns(pl.col("unit_id").cast(pl.Int32))),
+        lambda p, m: (p, m.with_columns(pl.col("region").cast(pl.Categorical))),
+        lambda p, m: (p, m.with_columns(pl.lit(None, dtype=pl.String).alias("region"))),  # no unit has one
+        lambda p, m: (p, m.clear()),
+        lambda p, m: (p.with_columns(pl.lit(None, dtype=pl.Float64).alias("rate")), m),  # nothing reported
+    ],
+)
+def test_consensus_on_grid_edge_cases_agree(change):
+    rng = np.random.default_rng(9)
+    units = np.arange(5, 25)
+    panel, master = change(_grid_panel(rng, units, 30), _master(rng, units, ["a", "b"]))
+    on_grid, plain = _consensus_outcomes(panel, master, [("rate", False), ("index", True)])
+    assert on_grid is None or _same(on_grid, plain)
