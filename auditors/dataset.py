@@ -327,9 +327,9 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
 
 def first_per_event(frame: pl.DataFrame) -> pl.DataFrame:
     """frame.unique(subset=["event_id"], keep="first", maintain_order=True), by marking each id's first row:
-    for 64-bit integer ids without nulls in a short span (a system's usually are), in a table of the span
-    (a pass each way, no hashing); for text ids, by polars' `is_first_distinct` (a null is an id, as for
-    `unique`). The frame itself when no id repeats."""
+    for 64-bit integer ids without nulls in a short span (a system's usually are), by counts in a table of the
+    span and a sort of only the rows whose id repeats (no hashing); for text ids, by polars' `is_first_distinct`
+    (a null is an id, as for `unique`). The frame itself when no id repeats."""
     ids = frame["event_id"]
     if ids.dtype == pl.String:
         keep = ids.is_first_distinct()
@@ -338,10 +338,15 @@ def first_per_event(frame: pl.DataFrame) -> pl.DataFrame:
         low, high = int(values.min()), int(values.max())
         if high - low >= DENSE_IDS_SPAN * len(values):
             return frame.unique(subset=["event_id"], keep="first", maintain_order=True)
-        rows = np.arange(len(values))
-        first = np.full(high - low + 1, len(values))
-        np.minimum.at(first, values - low, rows)
-        keep = pl.Series(first[values - low] == rows)
+        counts = np.bincount(values - low)
+        if counts.max() == 1:  # no id twice
+            return frame
+        repeated = np.flatnonzero(counts[values - low] > 1)  # the rows of ids seen twice (re-sent: a few)
+        first = np.unique(values[repeated], return_index=True)[1]  # each such id's first of them (a stable sort)
+        keep = np.ones(len(values), dtype=bool)
+        keep[repeated] = False
+        keep[repeated[first]] = True
+        keep = pl.Series(keep)
     else:
         return frame.unique(subset=["event_id"], keep="first", maintain_order=True)
     return frame if keep.all() else frame.filter(keep)
