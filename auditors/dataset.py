@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -204,10 +205,29 @@ def _read_all(world: World, clean: bool) -> dict[str, list[tuple[Deliverable, pl
         if clean:
             frame = merge_renamed_columns(frame, d)
         else:
-            frame = frame.select([c.name for c in d.columns if c.name in frame.columns])
+            frame = _selected(frame, [c.name for c in d.columns if c.name in frame.columns])
         rename = {c.name: _canonical_name(d, c) for c in d.columns if c.name in frame.columns}
-        by_grain.setdefault(d.grain, []).append((d, frame.rename(rename)))
+        by_grain.setdefault(d.grain, []).append((d, _renamed(frame, rename)))
     return by_grain
+
+
+def _selected(frame: pl.DataFrame, names: list[str]) -> pl.DataFrame:
+    """frame.select(names) for distinct names it has, as a frame of those columns (no query to plan); the
+    select itself otherwise (its error, if any, is the one reported)."""
+    if len(set(names)) != len(names) or not set(names) <= set(frame.columns):
+        return frame.select(names)
+    return pl.DataFrame([frame.get_column(name) for name in names])
+
+
+def _renamed(frame: pl.DataFrame, mapping: dict[str, str]) -> pl.DataFrame:
+    """frame.rename(mapping) by setting the names of a (shallow) copy, where the new names are distinct; the
+    rename itself otherwise."""
+    names = [mapping.get(name, name) for name in frame.columns]
+    if len(set(names)) != len(names) or not set(mapping) <= set(frame.columns):
+        return frame.rename(mapping)
+    renamed = frame.clone()  # shares the columns' data
+    renamed.columns = names
+    return renamed
 
 
 def _canonical_name(d: Deliverable, c) -> str:
@@ -294,7 +314,7 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
         for column in [amount] + [v for v in event_vars if v in events.columns]:
             events = repair_unit_drift(events, column, units_of[column], daily)
     for _, detail in by_grain.get("event_detail", []):
-        detail, event_rows = detail.drop("time", strict=False), None
+        detail, event_rows = _selected(detail, [c for c in detail.columns if c != "time"]), None
         if clean:
             detail = first_per_event(detail)
             for column in [c for c in detail.columns if c in event_vars]:
@@ -302,14 +322,14 @@ def _observed_events(contract: Contract, by_grain: dict, keys: UnitKeys, units_o
                 detail = repair_unit_drift(dated, column, units_of[column]).drop("day")  # the same rows, in order
         # The events' ids are distinct here when cleaning (first_per_event): each detail row's event is its match.
         events = _with_detail(events, detail, event_rows)
-    return events.select("event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns])
+    return _selected(events, ["event_id", "unit_id", "day", amount, *[v for v in event_vars if v in events.columns]])
 
 
 def first_per_event(frame: pl.DataFrame) -> pl.DataFrame:
     """frame.unique(subset=["event_id"], keep="first", maintain_order=True), by marking each id's first row:
-    for 64-bit integer ids without nulls in a short span (a system's usually are), in a table of the span
-    (a pass each way, no hashing); for text ids, by polars' `is_first_distinct` (a null is an id, as for
-    `unique`). The frame itself when no id repeats."""
+    for 64-bit integer ids without nulls in a short span (a system's usually are), by counts in a table of the
+    span and a sort of only the rows whose id repeats (no hashing); for text ids, by polars' `is_first_distinct`
+    (a null is an id, as for `unique`). The frame itself when no id repeats."""
     ids = frame["event_id"]
     if ids.dtype == pl.String:
         keep = ids.is_first_distinct()
@@ -318,10 +338,15 @@ def first_per_event(frame: pl.DataFrame) -> pl.DataFrame:
         low, high = int(values.min()), int(values.max())
         if high - low >= DENSE_IDS_SPAN * len(values):
             return frame.unique(subset=["event_id"], keep="first", maintain_order=True)
-        rows = np.arange(len(values))
-        first = np.full(high - low + 1, len(values))
-        np.minimum.at(first, values - low, rows)
-        keep = pl.Series(first[values - low] == rows)
+        counts = np.bincount(values - low)
+        if counts.max() == 1:  # no id twice
+            return frame
+        repeated = np.flatnonzero(counts[values - low] > 1)  # the rows of ids seen twice (re-sent: a few)
+        first = np.unique(values[repeated], return_index=True)[1]  # each such id's first of them (a stable sort)
+        keep = np.ones(len(values), dtype=bool)
+        keep[repeated] = False
+        keep[repeated[first]] = True
+        keep = pl.Series(keep)
     else:
         return frame.unique(subset=["event_id"], keep="first", maintain_order=True)
     return frame if keep.all() else frame.filter(keep)
@@ -437,7 +462,7 @@ def _observed_panel(
     events_cells = (grid, frame_cells[-1]) if grid is not None else None
     for index, (_, frame) in enumerate(daily):
         # One row per unit and day is needed to join at all; a raw analysis just keeps the first.
-        known = frame.filter(pl.col("unit_id").is_not_null())
+        known = frame.filter(pl.col("unit_id").is_not_null()) if frame["unit_id"].null_count() else frame
         deduped = first_per_unit_day(known)
         # The file's rows as open_grid placed them (repairs change values only): its cells hold while the grid does.
         cells = frame_cells[index] if grid is not None and known.height == frame.height and deduped is known else None
@@ -517,15 +542,73 @@ def _shared_series_consensus(contract: Contract, panel: pl.DataFrame, master: pl
     shared = [v for v in contract.variables if v.grain == "panel" and v.scope != "unit" and v.name in panel.columns]
     if not shared or "region" not in master.columns:
         return panel
+    columns = [(v.name, v.scope == "nation") for v in shared]
+    on_grid = _consensus_on_grid(panel, master, columns)
+    return on_grid if on_grid is not None else _consensus_plain(panel, master, columns)
+
+
+def _consensus_plain(panel: pl.DataFrame, master: pl.DataFrame, shared: list[tuple[str, bool]]) -> pl.DataFrame:
+    """`_shared_series_consensus` in polars, for any panel: each (column, national)'s median per day (and
+    region, unless national), by a window over the panel with the units' regions joined on."""
     regions = (
         master.select("unit_id", "region").drop_nulls("unit_id").unique("unit_id", keep="first", maintain_order=True)
     )
     panel = panel.join(regions, on="unit_id", how="left", maintain_order="left")
-    for v in shared:
-        group = ["day"] if v.scope == "nation" else ["region", "day"]
-        consensus = pl.col(v.name).median().over(group)
-        panel = panel.with_columns(pl.when(pl.col("open") == 1).then(consensus).alias(v.name))
+    for name, national in shared:
+        consensus = pl.col(name).median().over(["day"] if national else ["region", "day"])
+        panel = panel.with_columns(pl.when(pl.col("open") == 1).then(consensus).alias(name))
     return panel.drop("region")
+
+
+def _consensus_on_grid(
+    panel: pl.DataFrame, master: pl.DataFrame, shared: list[tuple[str, bool]]
+) -> pl.DataFrame | None:
+    """`_shared_series_consensus` on arrays where the panel is a grid (`_as_grid`): each (column, national)'s
+    median per day (and region, unless national) over the units' reported values, as polars takes medians
+    (`_sorted_medians`), on the open unit-days. None (polars decides) unless the columns are Float64 with no
+    NaN and no -0.0 (polars orders those its own way), the units' codes Int64 and their regions text or
+    integers (grouped as Python compares them: as polars does)."""
+    grid = _as_grid(panel)
+    if grid is None or "region" in panel.columns or not panel.schema.get("open", pl.String).is_integer():
+        return None
+    kind = master.schema["region"]
+    if master.schema["unit_id"] != pl.Int64 or not (kind == pl.String or kind.is_integer()):
+        return None
+    if any(panel.schema[name] != pl.Float64 for name, _ in shared):
+        return None
+    unit_ids, periods = grid
+    region_of: dict = {}
+    for unit, region in zip(master["unit_id"].to_list(), master["region"].to_list(), strict=True):
+        if unit is not None:
+            region_of.setdefault(unit, region)  # the first row of a unit, as the plain path's unique keeps
+    numbers: dict = {}  # each region (a null too: the join's units without one) numbered as first met
+    region = np.array([numbers.setdefault(region_of.get(int(u)), len(numbers)) for u in unit_ids], dtype=np.int64)
+    closed = (panel["open"] != 1).fill_null(True).to_numpy().reshape(len(unit_ids), periods)
+    out = panel.clone()  # shares the other columns' data
+    for name, national in shared:
+        series = panel[name]
+        values = series.to_numpy().reshape(len(unit_ids), periods)  # a null as NaN
+        if np.count_nonzero(np.isnan(values)) != series.null_count() or np.any((values == 0) & np.signbit(values)):
+            return None  # a NaN or a -0.0 among the values
+        consensus = np.empty_like(values)
+        for number in range(len(numbers)) if not national else (None,):
+            units = slice(None) if national else region == number
+            consensus[units] = _day_medians(values[units])
+        consensus[closed] = np.nan
+        out.replace_column(panel.get_column_index(name), pl.Series(name, consensus.reshape(-1), nan_to_null=True))
+    return out
+
+
+def _day_medians(values: np.ndarray) -> np.ndarray:
+    """Each day's (column's) median of the units' (rows') values, blanks (NaN) left out, as polars takes it
+    (`_sorted_medians`; NaN where a day has no value)."""
+    ordered = np.sort(values.T, axis=1)  # each day's values in order, blanks last
+    count = np.count_nonzero(~np.isnan(ordered), axis=1)
+    days = np.arange(ordered.shape[0])
+    lower = ordered[days, np.maximum(count - 1, 0) // 2]
+    upper = ordered[days, np.minimum(count // 2, ordered.shape[1] - 1)]
+    median = np.where(lower == upper, lower, lower + (upper - lower) * 0.5)
+    return np.where(count > 0, median, np.nan)
 
 
 # size: the grid, its cells and the frames' cells (`cells`, for the joins that follow) read best together
@@ -640,7 +723,7 @@ def merge_renamed_columns(frame: pl.DataFrame, d: Deliverable) -> pl.DataFrame:
             frame = frame.with_columns(
                 pl.coalesce(pl.col(owner), pl.col(extra).cast(frame.schema[owner], strict=False)).alias(owner)
             )
-    return frame.select(known)
+    return _selected(frame, known)
 
 
 def clean_name(name: str) -> str:
@@ -722,10 +805,11 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
     if daily_panel is None:
         daily_panel = is_daily_panel(frame)
     dense = daily_panel and (frame[column] > 0).mean() >= DENSE_SHARE
+    rows = PositiveRows(frame, column)  # the column's positive rows as arrays, read once for every test below
     if dense:
         # A daily report of many units: a switch moves every unit between one report and the next, which
         # no season or lever does; this finds a switch even inside a seasonal ramp.
-        found = _adjacent_switch(frame, column, factors)
+        found = _adjacent_switch(frame, column, factors, rows)
         if found is not None:
             return _converted(frame, column, *found)
         # A day-to-day noisy measure (a harvest that rain halves one day) can spread a switch's step over
@@ -745,17 +829,17 @@ def repair_unit_drift(frame: pl.DataFrame, column: str, unit: str, daily_panel: 
         return frame
     estimates = [(local, se), _whole_step(days, logs, from_day)]
     if "unit_id" in frame.columns:
-        estimates.append(_unit_step(frame, column, from_day, local, se))
+        estimates.append(_unit_step(frame, column, from_day, (local, se), rows))
     matched = {_known_factor(step, max(FACTOR_MATCH, 3 * step_se), factors) for step, step_se in estimates}
     matched.discard(None)
     if len(matched) != 1:  # no estimate of the step names a factor, or two name different ones
         return frame
     factor = matched.pop()
     if dense:
-        from_day = _daily_switch_day(frame, column, from_day, jump, factor)
+        from_day = _daily_switch_day(frame, column, from_day, (jump, factor), rows)
         if from_day is None:
             return frame
-    if "unit_id" in frame.columns and not _every_unit_switches(frame, column, from_day, factor):
+    if "unit_id" in frame.columns and not _every_unit_switches(frame, column, from_day, factor, rows):
         return frame  # a lever changed for some units (a policy), not the unit of the whole system
     return _converted(frame, column, from_day, factor)
 
@@ -766,7 +850,9 @@ def _converted(frame: pl.DataFrame, column: str, from_day: int, factor: float) -
     return frame.with_columns(fixed.cast(pl.Float64).alias(column))
 
 
-def _daily_switch_day(frame: pl.DataFrame, column: str, day: int, jump: float, factor: float) -> int | None:
+def _daily_switch_day(
+    frame: pl.DataFrame, column: str, day: int, jump_factor: tuple[float, float], rows: PositiveRows | None = None
+) -> int | None:
     """The day a daily report's split-found switch takes effect: the split's own `day` if the units confirm it
     there, the day their own reports place it if the split missed it, else None (no switch).
 
@@ -780,7 +866,8 @@ def _daily_switch_day(frame: pl.DataFrame, column: str, day: int, jump: float, f
     unit's own reports by half a large factor (tenfold for cents), so the units place such a switch
     themselves; a factor under SMALL_FACTOR is a step a ramp also takes over a few reports.
     """
-    if _sharp_over_days(frame, column, day, jump) or _persists(frame, column, day, factor, SWITCH_REPORTS):
+    jump, factor = jump_factor
+    if _sharp_over_days(frame, column, day, jump, rows) or _persists(frame, column, day, factor, SWITCH_REPORTS, rows):
         return day
     if abs(np.log(factor)) >= np.log(SMALL_FACTOR):
         return _cliff_day(frame, column, day, factor)
@@ -824,17 +911,19 @@ def _best_split(days: np.ndarray, logs: np.ndarray) -> tuple[int, float, float, 
     return day, float(jumps[k]), local, se
 
 
-def _adjacent_switch(frame: pl.DataFrame, column: str, factors: tuple[float, ...]) -> tuple[int, float] | None:
+def _adjacent_switch(
+    frame: pl.DataFrame, column: str, factors: tuple[float, ...], rows: PositiveRows | None = None
+) -> tuple[int, float] | None:
     """The day most units' values jump from their previous report by the same plausible factor.
 
     The largest few report-to-report steps are tried in turn (a week from either end of the data): a
     level near zero early in a season can jump further than a switch, but it does not persist. A small
     factor's step must also move the units alike (SCATTER_ALLOWANCE). On arrays where the steps are all
     finite and no unit reports a day twice (`_adjacent_steps`), else in polars (`_adjacent_switch_plain`)."""
-    steps = _adjacent_steps(frame, column)
+    steps = _adjacent_steps(frame, column, rows)
     if steps is None:
         return _adjacent_switch_plain(frame, column, factors)
-    return _adjacent_switch_arrays(frame, column, factors, *steps)
+    return _adjacent_switch_arrays(frame, column, factors, steps, rows)
 
 
 # size: the search, the factor test and the persistence test read best as one sequence
@@ -885,10 +974,15 @@ def _adjacent_switch_plain(frame: pl.DataFrame, column: str, factors: tuple[floa
 
 # size: the plain path's sequence over arrays, step by step
 def _adjacent_switch_arrays(
-    frame: pl.DataFrame, column: str, factors: tuple[float, ...], day: np.ndarray, step: np.ndarray
+    frame: pl.DataFrame,
+    column: str,
+    factors: tuple[float, ...],
+    steps: tuple[np.ndarray, np.ndarray],
+    rows: PositiveRows | None = None,
 ) -> tuple[int, float] | None:
     """`_adjacent_switch_plain` on the steps' arrays (`_adjacent_steps`: ordered by day and step): each day's
     median, count and scatter read from its run, the medians as polars takes them (`_sorted_medians`)."""
+    day, step = steps
     if len(step) == 0:
         return None
     first, last = int(frame["day"].min()), int(frame["day"].max())
@@ -903,7 +997,7 @@ def _adjacent_switch_arrays(
     for row in np.flatnonzero(~np.isnan(matches))[:SWITCH_CANDIDATES]:
         at, factor = ranked[row], float(matches[row])
         best_day = int(days[at])
-        if not all(_persists(frame, column, best_day, factor, window) for window in (PERSIST_DAYS, SETTLED_DAYS)):
+        if not all(_persists(frame, column, best_day, factor, window, rows) for window in (PERSIST_DAYS, SETTLED_DAYS)):
             continue
         if abs(np.log(factor)) < np.log(SMALL_FACTOR) and scatter[at] > SCATTER_ALLOWANCE * ordinary_scatter:
             continue
@@ -915,37 +1009,103 @@ def _adjacent_switch_arrays(
     return None
 
 
-def _adjacent_steps(frame: pl.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray] | None:
+def _adjacent_steps(
+    frame: pl.DataFrame, column: str, rows: PositiveRows | None = None
+) -> tuple[np.ndarray, np.ndarray] | None:
     """The (day, step) pairs of `_adjacent_switch_plain`'s steps (each unit's log step from its previous
     positive report at most ADJACENT_GAP_DAYS before), ordered by day and step; None (polars decides) unless
     the keys are Int64 without nulls, days within DAY_LIMIT, no unit reports a day twice (the plain path's
-    sort would order such reports its own way) and every log is finite (so the medians are plain numbers)."""
-    if frame.schema.get("unit_id") != pl.Int64 or frame.schema.get("day") != pl.Int64:
+    sort would order such reports its own way) and every log is finite (so the medians are plain numbers).
+    `rows`: the column's positive rows if the caller has them (`PositiveRows`)."""
+    positive = (rows if rows is not None and rows.frame is frame else PositiveRows(frame, column)).arrays
+    if positive is None:
         return None
-    positive = frame.filter(pl.col(column) > 0)  # the plain path's rows (a NaN is above 0 in polars, its log NaN)
-    unit, day = positive["unit_id"], positive["day"]
-    if unit.null_count() or day.null_count():
-        return None
-    unit, day = unit.to_numpy(), day.to_numpy()
-    logs = positive[column].cast(pl.Float64).log().to_numpy()  # polars' own log, as in the plain path
+    number, day, logs = positive.number, positive.day, positive.logs  # the plain path's rows, polars' own log
     if not np.all(np.isfinite(logs)) or (len(day) and (day.min() <= -DAY_LIMIT or day.max() >= DAY_LIMIT)):
         return None
-    order = np.lexsort((day, unit))
-    unit, day, logs = unit[order], day[order], logs[order]
-    same_unit = unit[1:] == unit[:-1]
+    order = _unit_day_order(number, day)
+    number, day, logs = number[order], day[order], logs[order]
+    same_unit = number[1:] == number[:-1]
     if np.any(same_unit & (day[1:] == day[:-1])):
         return None
     follows = same_unit & (day[1:] - day[:-1] <= ADJACENT_GAP_DAYS)
     days, steps = day[1:][follows], (logs[1:] - logs[:-1])[follows]
-    # By day, then step: one sort of a key made of the day and the step's rank (faster than np.lexsort on
-    # floats). Equal steps are equal numbers (no step is -0.0): their order is no matter.
-    if len(steps) == 0 or (int(days.max()) - int(days.min()) + 1) * len(steps) >= 1 << 62:  # a key would overflow
+    # By day, then step. Equal steps are equal numbers (no step is -0.0): their order is no matter.
+    if len(steps) and int(days.max()) - int(days.min()) < 1 << 16:  # days as 16-bit keys: a radix sort
+        by_step = np.argsort(steps)
+        order = by_step[np.argsort((days[by_step] - days.min()).astype(np.uint16), kind="stable")]
+    elif len(steps) == 0 or (int(days.max()) - int(days.min()) + 1) * len(steps) >= 1 << 62:  # a key would overflow
         order = np.lexsort((steps, days))
-    else:
+    else:  # one sort of a key made of the day and the step's rank (faster than np.lexsort on floats)
         rank = np.empty(len(steps), dtype=np.int64)
         rank[np.argsort(steps)] = np.arange(len(steps))
         order = np.argsort((days - days.min()) * len(steps) + rank)
     return days[order], steps[order]
+
+
+def _unit_day_order(number: np.ndarray, day: np.ndarray) -> np.ndarray:
+    """An order of rows by unit number, then day (np.lexsort((day, number)) up to the order of rows repeating a
+    unit-day, which the callers refuse): none needed where the rows already are in that order."""
+    if len(day) == 0:
+        return np.zeros(0, dtype=np.int64)
+    low, span = int(day.min()), int(day.max()) - int(day.min()) + 1
+    if (int(number.max()) + 1) * span >= 1 << 62:  # a key would overflow
+        return np.lexsort((day, number))
+    key = number * span + (day - low)
+    if np.all(key[1:] > key[:-1]):
+        return np.arange(len(key))
+    return np.argsort(key)
+
+
+class PositiveRows:
+    """A column's positive rows (where `pl.col(column) > 0` holds, as polars filters: a NaN is above 0, a null is
+    not) as arrays, read on first use and shared by the tests one repair makes of a column (a repair changes
+    values, not keys, and only after its tests)."""
+
+    def __init__(self, frame: pl.DataFrame, column: str):
+        self.frame, self.column = frame, column
+
+    @cached_property
+    def arrays(self) -> _PositiveArrays | None:
+        """None (polars decides) unless the keys are Int64 without nulls."""
+        frame, column = self.frame, self.column
+        if frame.schema.get("unit_id") != pl.Int64 or frame.schema.get("day") != pl.Int64:
+            return None
+        unit, days = frame["unit_id"], frame["day"]
+        if unit.null_count() or days.null_count():
+            return None
+        values = frame[column]
+        keep = (values > 0).fill_null(False)
+        picked = values.filter(keep)
+        keep, unit, all_days = keep.to_numpy(), unit.to_numpy(), days.to_numpy()
+        return _PositiveArrays(
+            reported=sorted_unique(all_days),
+            number=_unit_numbers(unit[keep]),
+            day=all_days[keep],
+            logs=picked.cast(pl.Float64).log().to_numpy(),  # polars' own log, as the plain paths take it
+            values=picked.to_numpy() if values.dtype == pl.Float64 else None,
+        )
+
+
+@dataclass
+class _PositiveArrays:
+    reported: np.ndarray  # every reported day of the frame (any value), sorted and distinct: `_around`'s days
+    number: np.ndarray  # each positive row's unit, numbered in the order of the units' codes
+    day: np.ndarray
+    logs: np.ndarray
+    values: np.ndarray | None  # the values themselves, for a Float64 column
+
+
+def _unit_numbers(unit: np.ndarray) -> np.ndarray:
+    """Each code's rank among the distinct codes (0, 1, ...): the codes' order and equality, as small numbers."""
+    if len(unit) == 0:
+        return np.zeros(0, dtype=np.int64)
+    low, high = int(unit.min()), int(unit.max())
+    if high - low >= DENSE_KEY_SPAN:
+        return np.unique(unit, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    present = np.zeros(high - low + 1, dtype=bool)
+    present[unit - low] = True
+    return (np.cumsum(present) - 1)[unit - low]
 
 
 DAY_LIMIT = 1 << 40  # days this far out are no calendar's: the plain path handles them (and any wrap-around)
@@ -1005,7 +1165,11 @@ def _around(frame: pl.DataFrame, day: int, reports: int) -> pl.Expr:
 
 def _around_bounds(days: np.ndarray, day: int, reports: int) -> tuple[int, int] | None:
     """`_around`'s days: from the first (opens) to before the last (closes); None where no day is reported."""
-    reported = sorted_unique(days)
+    return _around_reported(sorted_unique(days), day, reports)
+
+
+def _around_reported(reported: np.ndarray, day: int, reports: int) -> tuple[int, int] | None:
+    """`_around_bounds` of the reported days (sorted, distinct)."""
     if len(reported) == 0:
         return None
     at = int(np.searchsorted(reported, day))
@@ -1014,17 +1178,19 @@ def _around_bounds(days: np.ndarray, day: int, reports: int) -> tuple[int, int] 
     return opens, closes
 
 
-def _persists(frame: pl.DataFrame, column: str, day: int, factor: float, reports: int) -> bool:
+def _persists(
+    frame: pl.DataFrame, column: str, day: int, factor: float, reports: int, rows: PositiveRows | None = None
+) -> bool:
     """Whether units' levels over `reports` reporting days after `day` sit at least half the factor away from
     those before: a switch holds for good, rain or a holiday moves the level and lets it go."""
-    step = _window_step(frame, column, day, reports)
+    step = _window_step(frame, column, day, reports, rows)
     return step is not None and step[0] * np.sign(np.log(factor)) >= UNIT_STEP_SHARE * abs(np.log(factor))
 
 
-def _sharp_over_days(frame: pl.DataFrame, column: str, day: int, jump: float) -> bool:
+def _sharp_over_days(frame: pl.DataFrame, column: str, day: int, jump: float, rows: PositiveRows | None = None) -> bool:
     """Whether a daily report's units step by (nearly) the whole jump between the few reports either side of
     `day` (PERSIST_DAYS)."""
-    step = _window_step(frame, column, day, PERSIST_DAYS)
+    step = _window_step(frame, column, day, PERSIST_DAYS, rows)
     return step is not None and abs(step[0] - jump) <= SHARPNESS * abs(jump)
 
 
@@ -1072,9 +1238,11 @@ def _whole_step(days: np.ndarray, logs: np.ndarray, day: int) -> tuple[float, fl
     return float(np.mean(after) - np.mean(before)), whole_se
 
 
-def _window_step(frame: pl.DataFrame, column: str, day: int, window: int) -> tuple[float, float] | None:
+def _window_step(
+    frame: pl.DataFrame, column: str, day: int, window: int, rows: PositiveRows | None = None
+) -> tuple[float, float] | None:
     """Median across units of each unit's log step between the `window` days before and after `day`."""
-    levels = _unit_levels_around(frame, column, day, window, logged=True)
+    levels = _unit_levels_around(frame, column, day, window, logged=True, rows=rows)
     if levels is None:  # polars decides
         levels = _unit_levels_plain(frame, column, day, window, logged=True)
     steps = levels[1] - levels[0]  # in the units' order, which no median depends on
@@ -1084,41 +1252,48 @@ def _window_step(frame: pl.DataFrame, column: str, day: int, window: int) -> tup
     return median, 1.25 * 1.4826 * float(np.median(np.abs(steps - median))) / np.sqrt(len(steps))
 
 
-# size: the plain path's filter, grouping and medians, each on arrays
 def _unit_levels_around(
-    frame: pl.DataFrame, column: str, day: int, reports: int, logged: bool
+    frame: pl.DataFrame, column: str, day: int, reports: int, logged: bool, rows: PositiveRows | None = None
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """Each unit's median level (of its logs if `logged`) over its positive values in the `reports` reporting
     days before `day` and over those from `day` on (`_around`), for the units with values on both sides:
-    (before, after), the units in no particular order. On arrays, as polars takes medians (`_sorted_medians`);
-    None (polars decides) unless the keys are Int64 without nulls and the levels finite Float64 numbers."""
+    (before, after), the units in no particular order. On arrays (`rows`, the column's positive rows, if the
+    caller has them), as polars takes medians (`_sorted_medians`); None (polars decides) unless the keys are
+    Int64 without nulls and the levels finite Float64 numbers."""
     if frame.schema.get("unit_id") != pl.Int64 or frame.schema.get("day") != pl.Int64:
         return None
     if not logged and frame.schema[column] != pl.Float64:  # an integer median is polars' own conversion
         return None
-    unit, days = frame["unit_id"], frame["day"]
-    if unit.null_count() or days.null_count():
+    positive = (rows if rows is not None and rows.frame is frame else PositiveRows(frame, column)).arrays
+    if positive is None:
         return None
-    days = days.to_numpy()
-    bounds = _around_bounds(days, day, reports)
+    bounds = _around_reported(positive.reported, day, reports)
     if bounds is None:
         return np.zeros(0), np.zeros(0)
-    values = frame[column]
-    rows = (days >= bounds[0]) & (days < bounds[1]) & (values > 0).fill_null(False).to_numpy()  # as filter keeps
-    picked = values.filter(pl.Series(rows))
-    level = picked.cast(pl.Float64).log().to_numpy() if logged else picked.to_numpy()  # polars' own log
+    inside = (positive.day >= bounds[0]) & (positive.day < bounds[1])  # as `_around` and the filter keep
+    level = (positive.logs if logged else positive.values)[inside]
     if not np.all(np.isfinite(level)):
         return None
-    unit, after = unit.to_numpy()[rows], days[rows] >= day
-    order = np.lexsort((level, after, unit))  # each unit's values before, then after, each side in order
-    unit, after, level = unit[order], after[order], level[order]
-    if len(unit) == 0:
+    if len(level) == 0:
         return np.zeros(0), np.zeros(0)
-    starts = np.flatnonzero(np.r_[True, (unit[1:] != unit[:-1]) | (after[1:] != after[:-1])])  # a unit's side
-    medians = _sorted_medians(level, starts, np.diff(np.r_[starts, len(unit)]))
-    run_unit, run_after = unit[starts], after[starts]
-    both = (run_unit[1:] == run_unit[:-1]) & ~run_after[:-1] & run_after[1:]  # a unit's before run, then its after
+    side = positive.number[inside] * 2 + (positive.day[inside] >= day)  # a unit's values before, then after
+    order = _grouped_order(side, level)
+    side, level = side[order], level[order]
+    starts = np.flatnonzero(np.r_[True, side[1:] != side[:-1]])
+    medians = _sorted_medians(level, starts, np.diff(np.r_[starts, len(side)]))
+    run = side[starts]
+    both = (run[1:] == run[:-1] + 1) & (run[1:] % 2 == 1)  # a unit's before run, then its after run
     return medians[:-1][both], medians[1:][both]
+
+
+def _grouped_order(group: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """An order of rows by group (small non-negative numbers), then value (np.lexsort((value, group)) up to the
+    order of equal values, which is no matter where equal values are equal numbers): the values sorted once,
+    then a stable radix sort by 16-bit group."""
+    if len(group) and int(group.max()) < 1 << 16:
+        by_value = np.argsort(value)
+        return by_value[np.argsort(group[by_value].astype(np.uint16), kind="stable")]
+    return np.lexsort((value, group))
 
 
 def _unit_levels_plain(
@@ -1139,13 +1314,15 @@ def _unit_levels_plain(
     return per_unit["before"].to_numpy(), per_unit["after"].to_numpy()
 
 
-def _unit_step(frame: pl.DataFrame, column: str, day: int, pooled: float, pooled_se: float) -> tuple[float, float]:
+def _unit_step(
+    frame: pl.DataFrame, column: str, day: int, pooled: tuple[float, float], rows: PositiveRows | None = None
+) -> tuple[float, float]:
     """The most precise of: the pooled step, and the median across units of each unit's log step between
     the days just before and after `day` (a week or three each side). Unit by unit, a lever changed for some
     units around the same time moves only those; pooled, a measure that is rarely non-zero has more values."""
-    best = (pooled, pooled_se)
+    best = pooled  # (step, standard error)
     for window in (EDGE_DAYS, LOCAL_DAYS):
-        step = _window_step(frame, column, day, window)
+        step = _window_step(frame, column, day, window, rows)
         if step is not None and step[1] < best[1]:
             best = step
     return best
@@ -1183,9 +1360,11 @@ def known_factors(steps: np.ndarray, noise: np.ndarray, factors: tuple[float, ..
     return np.where(ok, np.array(options)[order[:, 0]], np.nan)
 
 
-def _every_unit_switches(frame: pl.DataFrame, column: str, from_day: int, factor: float) -> bool:
+def _every_unit_switches(
+    frame: pl.DataFrame, column: str, from_day: int, factor: float, rows: PositiveRows | None = None
+) -> bool:
     """A system migration changes every unit's numbers by the same factor on the same day."""
-    levels = _unit_levels_around(frame, column, from_day, UNIT_WINDOW_DAYS, logged=False)
+    levels = _unit_levels_around(frame, column, from_day, UNIT_WINDOW_DAYS, logged=False, rows=rows)
     if levels is None:  # polars decides
         levels = _unit_levels_plain(frame, column, from_day, UNIT_WINDOW_DAYS, logged=False)
     if len(levels[0]) == 0:
