@@ -20,10 +20,20 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from pydantic import ValidationError
 
 from auditors.bytescan import braces_not_after, trailing_digit_numbers
-from contracts.errors import ContractError, WorldFormatError
-from contracts.model import DATE_STYLES, SCHEMA_VERSION, TIME_SUFFIX, Contract, Deliverable, load_contract
+from contracts.errors import ContractError, WorldFormatError, raise_collected
+from contracts.model import (
+    DATE_STYLES,
+    MAX_CONTRACT_BYTES,
+    SCHEMA_VERSION,
+    TIME_SUFFIX,
+    Contract,
+    Deliverable,
+    load_contract,
+    validate_contract,
+)
 from contracts.safeio import (
     MAX_DEPTH,
     MIB,
@@ -137,7 +147,7 @@ def load_world(path: Path) -> World:
                 f"{one_line(path / 'contract.json')}: deliverable {one_line(repr(name), 80)} leaves observed/"
             )
     try:
-        contract, error = load_contract(path / "contract.json"), None
+        contract, error = contract_of(raw, path / "contract.json"), None
     except ContractError as exc:
         contract, error = None, str(exc)
     try:
@@ -192,6 +202,26 @@ def read_parquet(path: Path, data: bytes | None) -> pl.DataFrame:
         except (Exception, pl.exceptions.PanicException):  # noqa: BLE001 - the error to report is the path's
             pass
     return pl.read_parquet(path)
+
+
+def contract_of(raw: object, path: Path) -> Contract:
+    """`load_contract(path)` of the contract `raw` already read from `path` (read and parsed with the same
+    limits as `load_contract` reads it: MAX_META_BYTES == MAX_CONTRACT_BYTES), without reading it again:
+    its steps and error messages as they are there."""
+    if MAX_META_BYTES != MAX_CONTRACT_BYTES:  # the read that succeeded would not be the one load_contract does
+        return load_contract(path)
+    if isinstance(raw, dict) and raw.get("schema_version") not in (None, SCHEMA_VERSION):
+        raise ContractError(
+            f"{path}: schema_version {raw.get('schema_version')!r} is not the supported {SCHEMA_VERSION!r}"
+        )
+    try:
+        contract = Contract.model_validate(raw)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        raise_collected(ContractError, str(path), problems)
+        raise
+    validate_contract(contract)
+    return contract
 
 
 def _read_ledger(root: Path) -> list:

@@ -110,3 +110,62 @@ def test_corrupted_files_fail_the_audit_as_before(world_dirs, tmp_path, monkeypa
     monkeypatch.setattr(checks, "files_read_later", lambda world: set())  # nothing kept: every file read twice
     plain = audit_world(root, write=False)
     assert kept.to_json() == plain.to_json()
+
+
+def _outcome(load):
+    try:
+        return ("ok", load().model_dump(mode="json"))
+    except Exception as exc:  # noqa: BLE001 - the error, type and words, is the outcome compared
+        return (type(exc).__name__, str(exc))
+
+
+def _mutated(raw, rng):
+    """The contract with one random part removed, retyped or renamed (at any depth)."""
+    import copy
+
+    raw = copy.deepcopy(raw)
+    node = raw
+    for _ in range(int(rng.integers(0, 4))):
+        children = [v for v in (node.values() if isinstance(node, dict) else node) if isinstance(v, dict | list) and v]
+        if not children:
+            break
+        node = children[int(rng.integers(0, len(children)))]
+    keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+    if not keys:
+        return raw
+    key = keys[int(rng.integers(0, len(keys)))]
+    match int(rng.integers(0, 4)):
+        case 0:
+            del node[key]
+        case 1:
+            node[key] = ["x", 1.5, None, {"a": 1}][int(rng.integers(0, 4))]
+        case 2 if isinstance(node, dict) and isinstance(node[key], str):
+            node[key] = node[key] + "_renamed"
+        case _:
+            node[key] = copy.deepcopy(node[keys[0]])
+    return raw
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_contract_read_once_validates_as_load_contract(world_dirs, tmp_path, seed):
+    """load_world validates the contract it read (worldio.contract_of) instead of load_contract reading it
+    again: the same contract, or the same error in the same words, on the world's own and on broken ones."""
+    import numpy as np
+
+    from contracts.model import load_contract
+
+    rng = np.random.default_rng(seed)
+    raw = json.loads((world_dirs[seed % len(world_dirs)] / "contract.json").read_text())
+    if seed % 10 == 1:
+        raw["schema_version"] = "0.0"
+    elif seed % 10 == 2:
+        raw = [raw]
+    elif seed % 10 == 3:
+        raw["edges"][0]["child"] = raw["edges"][0]["parent"]  # schema-valid, refused by validate_contract
+    elif seed % 10:
+        raw = _mutated(raw, rng)
+    path = tmp_path / "contract.json"
+    path.write_text(json.dumps(raw))
+    assert _outcome(lambda: worldio.contract_of(json.loads(path.read_text()), path)) == _outcome(
+        lambda: load_contract(path)
+    )
