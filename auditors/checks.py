@@ -7,13 +7,21 @@ raises on a broken world, it reports it.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
+import hashlib
 
 import numpy as np
 import polars as pl
 
 from auditors.schema import contract_schema_error
-from auditors.worldio import World, key_numbers, parse_time, read_observed, read_text
+from auditors.worldio import (
+    World,
+    files_read_later,
+    key_numbers,
+    parse_time,
+    read_and_keep,
+    read_observed,
+    read_text,
+)
 from contracts.audit import CheckResult
 from contracts.errors import WorldFormatError
 from contracts.hashing import file_sha256, series_sha256
@@ -81,10 +89,17 @@ def _tolerance_is_a_finding(ph, contract: Contract) -> bool:
     return tolerance_is_a_finding(ph.statistic, ph.target, ph.tolerance, parent_sd)
 
 
-def _hasher(root: Path):
+def _hasher(world: World):
     """A file's SHA-256 by its name in the world, each file hashed once (world.json and the projection step
-    list the same observed files)."""
-    return functools.cache(lambda rel: file_sha256(root / rel))
+    list the same observed files). A file that the audit reads whole later (a table, the projection record)
+    is read whole here and its bytes kept for its reader (`read_and_keep`): read once, the same digest."""
+    later = files_read_later(world)
+
+    def digest(rel: str) -> str:
+        data = read_and_keep(world, rel) if rel in later else None
+        return hashlib.sha256(data).hexdigest() if data is not None else file_sha256(world.path / rel)
+
+    return functools.cache(digest)
 
 
 def check_ledger(world: World) -> CheckResult:
@@ -93,7 +108,7 @@ def check_ledger(world: World) -> CheckResult:
     assert contract is not None
     problems: list[str] = []
     listed = world.meta.get("files", {})
-    sha256 = _hasher(world.path)
+    sha256 = _hasher(world)
     for rel, digest in listed.items():
         path = world.path / rel
         if not path.is_file():

@@ -20,10 +20,20 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from pydantic import ValidationError
 
 from auditors.bytescan import braces_not_after, trailing_digit_numbers
-from contracts.errors import ContractError, WorldFormatError
-from contracts.model import DATE_STYLES, SCHEMA_VERSION, TIME_SUFFIX, Contract, Deliverable, load_contract
+from contracts.errors import ContractError, WorldFormatError, raise_collected
+from contracts.model import (
+    DATE_STYLES,
+    MAX_CONTRACT_BYTES,
+    SCHEMA_VERSION,
+    TIME_SUFFIX,
+    Contract,
+    Deliverable,
+    load_contract,
+    validate_contract,
+)
 from contracts.safeio import (
     MAX_DEPTH,
     MIB,
@@ -45,6 +55,10 @@ MAX_META_BYTES = 16 * MIB
 MAX_PROJECTION_BYTES = 1024 * MIB
 MAX_LEDGER_BYTES = 256 * MIB
 MAX_DATA_FILE_BYTES = 4096 * MIB
+# A file the ledger check hashes and a reader later reads whole is read once: its bytes are kept for the
+# reader, up to these sizes (ours: a few files of under 30 MiB each); a larger one is read twice, as before.
+MAX_KEPT_BYTES = 64 * MIB
+MAX_KEPT_TOTAL = 256 * MIB
 
 
 def is_world_dir(path: Path) -> bool:
@@ -60,6 +74,9 @@ class World:
     contract_error: str | None
     observed_cache: dict[str, pl.DataFrame] = field(default_factory=dict)
     parsed_cache: dict[str, pl.DataFrame] = field(default_factory=dict)
+    # Bytes of files already read whole (by the ledger check, to hash them), by world-relative name, each
+    # taken by the one reader that reads that file next (`taken_bytes`).
+    file_bytes: dict[str, bytes] = field(default_factory=dict)
 
     @cached_property
     def ledger(self) -> list[dict]:
@@ -70,6 +87,9 @@ class World:
     @cached_property
     def projection(self) -> dict:
         path = check_in_world(self.path, self.path / "projection.json")
+        data = taken_bytes(self, "projection.json")
+        if data is not None and len(data) <= MAX_PROJECTION_BYTES:  # what `read_json` reads, parsed as it does
+            return loads(data, where=f"{one_line(path)}: projection record")
         return read_json(path, max_bytes=MAX_PROJECTION_BYTES, what="projection record")
 
     @cached_property
@@ -78,7 +98,9 @@ class World:
         for name in ("units", "parties", "panel", "events"):
             path = self.path / "canonical" / f"{name}.parquet"
             try:
-                tables[name] = pl.read_parquet(check_in_world(self.path, path))
+                tables[name] = read_parquet(
+                    check_in_world(self.path, path), taken_bytes(self, f"canonical/{name}.parquet")
+                )
             except WorldFormatError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any unreadable file is one clear verdict reason
@@ -125,7 +147,7 @@ def load_world(path: Path) -> World:
                 f"{one_line(path / 'contract.json')}: deliverable {one_line(repr(name), 80)} leaves observed/"
             )
     try:
-        contract, error = load_contract(path / "contract.json"), None
+        contract, error = contract_of(raw, path / "contract.json"), None
     except ContractError as exc:
         contract, error = None, str(exc)
     try:
@@ -137,6 +159,69 @@ def load_world(path: Path) -> World:
     if records is not None:  # read and checked: what `World.ledger` would read again (it raises otherwise)
         world.__dict__["ledger"] = records
     return world
+
+
+CANONICAL_FILES = tuple(f"canonical/{name}.parquet" for name in ("units", "parties", "panel", "events"))
+KEPT_FORMATS = {"csv", "parquet", "jsonl", "json"}  # observed files whose readers take kept bytes
+
+
+def files_read_later(world: World) -> set[str]:
+    """The world-relative names of the files the audit reads whole after the ledger check hashes them: the
+    canonical tables, the projection record, and the observed data files (xlsx aside: read by path)."""
+    names = {*CANONICAL_FILES, "projection.json"}
+    if world.contract is not None:
+        names.update(f"observed/{d.file}" for d in world.contract.deliverables if d.format in KEPT_FORMATS)
+    return names
+
+
+def read_and_keep(world: World, rel: str) -> bytes | None:
+    """The whole of a file of the world, kept in `world.file_bytes` for its reader; None (nothing read)
+    when it is larger than MAX_KEPT_BYTES or would take the world's kept bytes over MAX_KEPT_TOTAL."""
+    with (world.path / rel).open("rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        kept = sum(map(len, world.file_bytes.values()))
+        if size > MAX_KEPT_BYTES or kept + size > MAX_KEPT_TOTAL:
+            return None
+        data = f.read()
+    if len(data) <= MAX_KEPT_BYTES:  # (a file that grew while read is still hashed from what was read)
+        world.file_bytes[rel] = data
+    return data
+
+
+def taken_bytes(world: World, rel: str) -> bytes | None:
+    """The kept bytes of a file (then forgotten: each is read by one reader), None if none are kept."""
+    return world.file_bytes.pop(rel, None)
+
+
+def read_parquet(path: Path, data: bytes | None) -> pl.DataFrame:
+    """`pl.read_parquet(path)`, from the file's kept bytes when there are any (the same parse of the same
+    bytes); a file they do not read as is read by path, so that any error is the one its path gives."""
+    if data is not None:
+        try:
+            return pl.read_parquet(data)
+        except (Exception, pl.exceptions.PanicException):  # noqa: BLE001 - the error to report is the path's
+            pass
+    return pl.read_parquet(path)
+
+
+def contract_of(raw: object, path: Path) -> Contract:
+    """`load_contract(path)` of the contract `raw` already read from `path` (read and parsed with the same
+    limits as `load_contract` reads it: MAX_META_BYTES == MAX_CONTRACT_BYTES), without reading it again:
+    its steps and error messages as they are there."""
+    if MAX_META_BYTES != MAX_CONTRACT_BYTES:  # the read that succeeded would not be the one load_contract does
+        return load_contract(path)
+    if isinstance(raw, dict) and raw.get("schema_version") not in (None, SCHEMA_VERSION):
+        raise ContractError(
+            f"{path}: schema_version {raw.get('schema_version')!r} is not the supported {SCHEMA_VERSION!r}"
+        )
+    try:
+        contract = Contract.model_validate(raw)
+    except ValidationError as exc:
+        problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        raise_collected(ContractError, str(path), problems)
+        raise
+    validate_contract(contract)
+    return contract
 
 
 def _read_ledger(root: Path) -> list:
@@ -235,16 +320,17 @@ def _read(world: World, d: Deliverable) -> pl.DataFrame:
     if not is_plain_relative(d.file):
         raise WorldFormatError(f"observed/{one_line(d.file, 80)}: a deliverable name that leaves observed/")
     path = check_in_world(world.path, world.path / "observed" / d.file)
+    kept = taken_bytes(world, f"observed/{d.file}")  # the bytes the ledger check hashed, if it kept them
     try:
         match d.format:
             case "csv":
-                return read_csv(path)
+                return read_csv(path, kept)
             case "parquet":
-                return pl.read_parquet(path)
+                return read_parquet(path, kept)
             case "jsonl":
-                return read_ndjson(path)
+                return read_ndjson(path, kept)
             case "json":
-                data = read_bytes(path, max_bytes=MAX_DATA_FILE_BYTES, what="observed file")
+                data = read_bytes(path, max_bytes=MAX_DATA_FILE_BYTES, what="observed file") if kept is None else kept
                 return read_json_envelope(data, where=f"observed/{d.file}")
             case "xlsx":
                 sheets = pl.read_excel(path, sheet_id=0, engine="calamine")
@@ -381,15 +467,17 @@ def _writes_back(frame: pl.DataFrame, body: bytes, ndjson: bool = False) -> bool
     return written.getvalue() == body
 
 
-def read_ndjson(path: Path) -> pl.DataFrame:
+def read_ndjson(path: Path, data: bytes | None = None) -> pl.DataFrame:
     """`pl.read_ndjson(path, infer_schema_length=None)`, in a fraction of its time for a file as polars
     writes it: read with the types of its first and last JSON_SAMPLE lines, and accepted only if writing the
     frame again gives the file's bytes back (then each line holds every column once, in order, each value as
-    polars writes its type, which all the lines infer; a column of nulls only is accepted as Null alone)."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        data = b""
+    polars writes its type, which all the lines infer; a column of nulls only is accepted as Null alone).
+    `data`: the file's bytes, if already read."""
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b""
     _check_ndjson_depth(data, path)
     ends = _sample_ends(data, b"\n")
     if ends is not None:
@@ -434,7 +522,7 @@ def _check_ndjson_depth(data: bytes, path: Path) -> None:
 CSV_SAMPLE = 64  # values of a column tried first: one that reads as text makes the whole column text
 
 
-def read_csv(path: Path) -> pl.DataFrame:
+def read_csv(path: Path, data: bytes | None = None) -> pl.DataFrame:
     """`pl.read_csv(path, infer_schema_length=None)`: every row's types inferred, in a fraction of its time.
 
     Polars infers a column's type from the set of types its fields read as (integer and float make float;
@@ -445,8 +533,8 @@ def read_csv(path: Path) -> pl.DataFrame:
     read again). That holds in a file without quotes (and carriage returns), and in one whose quotes are
     only the pairs around the values that need them (a comma or a line break: `_quoted_columns`), whose
     columns are text both ways (a quoted field reads as text; a value with a comma or a line break matches
-    no number). Any other file is read the plain way."""
-    data = path.read_bytes()
+    no number). Any other file is read the plain way. `data`: the file's bytes, if already read."""
+    data = path.read_bytes() if data is None else data
     if b"\r" in data:
         return pl.read_csv(data, infer_schema_length=None)
     if b'"' in data:
