@@ -1,0 +1,130 @@
+"""The fourth set of fast paths of the projection and the write stage give what the plain ways give."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import polars as pl
+import pytest
+
+from worldgen import observe
+from worldgen.observe import KEY_ORDER_MIN_ROWS, _key_order, sort_rows
+
+NAMES = ["Acme Ltd", "acme ltd", "Acme", "Acme Ltd.", "", " x", "Bäcker & Söhne", "日本", "Zed", "a\x00b", "a"]
+
+
+def _same(fast: pl.DataFrame, plain: pl.DataFrame) -> None:
+    assert fast.equals(plain)
+    assert fast.schema == plain.schema
+    assert [fast[c].flags for c in fast.columns] == [plain[c].flags for c in plain.columns]
+
+
+def _uuid_like(rng: random.Random, n: int, shared: int) -> list[str]:
+    """Texts of one width, many sharing their first `shared` characters (so that prefixes tie)."""
+    head = "".join(rng.choice("0123456789abcdef") for _ in range(shared))
+    return [head + "".join(rng.choice("0123456789abcdef-") for _ in range(36 - shared)) for _ in range(n)]
+
+
+def _texts(rng: random.Random, n: int, kind: str) -> list[str | None]:
+    match kind:
+        case "names":  # few distinct values: ranked by an Enum
+            return [rng.choice(NAMES) for _ in range(n)]
+        case "uuids":
+            return _uuid_like(rng, n, rng.choice([0, 6, 7, 8]))
+        case "ragged":  # many distinct values of many lengths, sharing prefixes, some a prefix of another
+            stems = ["", "ab", "abcdefg", "abcdefgh", "日本語テキスト", "zz\x00"]
+            return [rng.choice(stems) + str(rng.randint(0, 10 * n)) * rng.randint(0, 2) for _ in range(n)]
+        case "blanks":
+            return [None if rng.random() < 0.01 else rng.choice(NAMES) for _ in range(n)]
+    raise AssertionError(kind)
+
+
+def _frame(rng: random.Random, n: int) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "day": pl.Series([rng.randint(0, rng.choice([3, 400])) for _ in range(n)], dtype=pl.Int64),
+            "id": pl.Series(rng.sample(range(10 * n), n), dtype=pl.Int64),
+            "time": pl.Series([rng.randint(0, 20 * n) for _ in range(n)], dtype=pl.Int64),  # a few tie
+            "small": pl.Series([rng.randint(-100, 100) for _ in range(n)], dtype=pl.Int8),
+            "big": pl.Series([rng.choice([0, 2**64 - 1, 2**63, 5]) for _ in range(n)], dtype=pl.UInt64),
+            "wide": pl.Series([rng.choice([-(2**62), 2**62, 0]) for _ in range(n)], dtype=pl.Int64),
+            "names": _texts(rng, n, "names"),
+            "uuids": _texts(rng, n, "uuids"),
+            "ragged": _texts(rng, n, "ragged"),
+            "blanks": _texts(rng, n, "blanks"),
+            "value": [rng.random() for _ in range(n)],
+        }
+    )
+
+
+ORDERS = [
+    ["uuids"],
+    ["ragged"],
+    ["names"],
+    ["names", "day"],
+    ["day", "names"],
+    ["day", "id"],
+    ["id", "day"],
+    ["day", "uuids"],
+    ["day", "ragged"],
+    ["time", "uuids"],
+    ["time", "ragged"],
+    ["time", "blanks"],
+    ["names", "ragged", "day"],
+    ["day", "small"],
+    ["small", "names", "day"],
+    ["big", "day"],
+    ["wide", "day"],
+    ["wide", "wide"],
+    ["blanks", "day"],
+    ["day", "blanks"],
+    ["day", "value"],
+    ["uuids", "day"],
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("few", [observe.STRING_RANK_MAX_DISTINCT, 16])
+def test_sort_rows_is_the_stable_sort_on_text_and_integer_keys(seed, few, monkeypatch):
+    """With few texts ranked (16 distinct at most), the UUIDs and ragged texts are coded by their first bytes."""
+    monkeypatch.setattr(observe, "STRING_RANK_MAX_DISTINCT", few)
+    rng = random.Random(seed)
+    for n in (KEY_ORDER_MIN_ROWS - 1, KEY_ORDER_MIN_ROWS, 3000):
+        frame = _frame(rng, n)
+        for by in ORDERS:
+            _same(sort_rows(frame, by), frame.sort(by, maintain_order=True))
+
+
+@pytest.mark.parametrize("few", [observe.STRING_RANK_MAX_DISTINCT, 16])
+def test_key_order_is_taken_where_it_pays(few, monkeypatch):
+    """The coded order is used for the keys the worlds sort by (not only the polars fallback)."""
+    monkeypatch.setattr(observe, "STRING_RANK_MAX_DISTINCT", few)
+    rng = random.Random(0)
+    frame = _frame(rng, 3000).with_columns(uuids=pl.Series(_uuid_like(rng, 3000, 0)))  # no prefix shared
+    for by in (["uuids"], ["names", "day"], ["day", "id"], ["time", "uuids"], ["small", "names"]):
+        assert _key_order(frame, by) is not None, by
+    for by in (["blanks"], ["value"], ["day", "value"]):  # blanks, floats: polars sorts
+        assert _key_order(frame, by) is None, by
+
+
+def test_tied_codes_are_ordered_by_their_texts(monkeypatch):
+    """Texts coded by their first bytes alone tie a lot when those bytes are shared: the ties are put in order
+    by the texts, and too many tied rows go back to polars."""
+    rng = random.Random(3)
+    texts = _uuid_like(rng, 600, 7) + _uuid_like(rng, 5000, 0)  # more distinct than an Enum ranks
+    frame = pl.DataFrame({"u": texts, "row": np.arange(len(texts))})
+    _same(sort_rows(frame, ["u"]), frame.sort(["u"], maintain_order=True))
+    monkeypatch.setattr(observe, "TIED_ROWS_MAX", 10)
+    assert _key_order(frame, ["u"]) is None
+    _same(sort_rows(frame, ["u"]), frame.sort(["u"], maintain_order=True))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_equal_keys_keep_their_order(seed):
+    rng = np.random.default_rng(seed)
+    n = 5000
+    names = np.array(NAMES, dtype=object)[rng.integers(0, len(NAMES), n)]
+    frame = pl.DataFrame({"name": names, "day": rng.integers(0, 3, n), "row": np.arange(n)})
+    for by in (["name"], ["name", "day"], ["day", "name"], ["day"]):
+        _same(sort_rows(frame, by), frame.sort(by, maintain_order=True))
