@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from worldgen import observe
+from worldgen.defects import SpellingVariants, respelled_names
 from worldgen.observe import KEY_ORDER_MIN_ROWS, _key_order, sort_rows
 
 NAMES = ["Acme Ltd", "acme ltd", "Acme", "Acme Ltd.", "", " x", "Bäcker & Söhne", "日本", "Zed", "a\x00b", "a"]
@@ -128,3 +129,32 @@ def test_equal_keys_keep_their_order(seed):
     frame = pl.DataFrame({"name": names, "day": rng.integers(0, 3, n), "row": np.arange(n)})
     for by in (["name"], ["name", "day"], ["day", "name"], ["day"]):
         _same(sort_rows(frame, by), frame.sort(by, maintain_order=True))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_respelled_names_is_replace(seed):
+    rng = random.Random(seed)
+    pool = ["Acme Ltd", "acme ltd", "Bäcker & Söhne", "", " x ", "Farm 1", "Farm 10", "日本", "a\x00b"]
+    for n in (1, 5, 300):
+        values = [None if rng.random() < 0.1 else rng.choice(pool) for _ in range(n)]
+        frame = pl.DataFrame({"k": range(n), "n": pl.Series(values, dtype=pl.String)})
+        if rng.random() < 0.5:
+            frame = frame.sort("n")  # a sorted, flagged column, as a master file sorted by name has
+        names = sorted(frame["n"].drop_nulls().unique().to_list())
+        if not names:
+            continue
+        keys = rng.sample(names, k=rng.randint(0, len(names)))
+        mapping = {k: rng.choice([k.upper(), k + "  ", "Acme Ltd", ""]) for k in keys}
+        fast = frame.with_columns(respelled_names(frame["n"], names, mapping))
+        _same(fast, frame.with_columns(pl.col("n").replace(mapping)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_spelling_variants_apply_as_replace(seed):
+    """The defect's frame is the frame with each chosen name replaced, whichever way the column is looked up."""
+    rng = random.Random(seed)
+    for values in (NAMES * 20, [None] * 7, [None, *NAMES]):
+        frame = pl.DataFrame({"n": pl.Series(values, dtype=pl.String), "v": range(len(values))})
+        out, record = SpellingVariants("n", 0.5).apply(frame, np.random.default_rng(seed + rng.randint(0, 99)))
+        mapping = {original: shown for original, shown, _ in record["changes"]}
+        _same(out, frame.with_columns(pl.col("n").replace(mapping)))
