@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 
 import numpy as np
@@ -158,3 +159,72 @@ def test_spelling_variants_apply_as_replace(seed):
         out, record = SpellingVariants("n", 0.5).apply(frame, np.random.default_rng(seed + rng.randint(0, 99)))
         mapping = {original: shown for original, shown, _ in record["changes"]}
         _same(out, frame.with_columns(pl.col("n").replace(mapping)))
+
+
+KEY_FORMS = [
+    "{P}-{n:04d}",
+    "{P}{n:05d}",
+    "{p}{n}",
+    "{n}",
+    "{P}_{n:03d}",
+    "{PP}-{n:06d}",
+    "{n:5d}",
+    "x{n:01d}ü",
+    "{n:00d}",
+]
+
+
+def _plain_key(values: pl.Series, form: str, prefix: str) -> pl.Series:
+    """The key texts as polars' string expressions render them (`_render_key` row by row)."""
+    bounds = (values.min(), values.max()) if values.null_count() < len(values) else None
+    return values.to_frame().select(observe._render_key(pl.col(values.name), form, prefix, bounds)).to_series()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_glued_keys_are_the_rendered_keys(seed):
+    rng = random.Random(seed)
+    taken = 0
+    for _ in range(40):
+        low = rng.choice([0, 1, 7, 99, 100, 999, 5_259_163, 10**17 - 5])
+        n = rng.choice([1, 2, 50, 400])
+        values = [low + rng.randint(0, rng.choice([0, 5, 10 ** rng.randint(1, 7)])) for _ in range(n)]
+        if rng.random() < 0.1:
+            values[0] = None
+        if rng.random() < 0.1:
+            values[-1] = -1
+        small = max(v or 0 for v in values) < 2**31
+        dtype = rng.choice([pl.Int64, pl.Int32] + [pl.UInt64] * (-1 not in values)) if small else pl.Int64
+        series = pl.Series("k", values, dtype=dtype)
+        form, prefix = rng.choice(KEY_FORMS), rng.choice(["ab", "Ü", "x"])
+        bounds = (series.min(), series.max()) if series.null_count() < n else None
+        glued = observe._glued_key(series, form, prefix, bounds)
+        if glued is not None:
+            _same(glued.to_frame(), _plain_key(series, form, prefix).alias("k").to_frame())
+            taken += 1
+    assert taken > 5
+
+
+def test_glued_keys_are_taken_for_ids_and_not_for_mixed_lengths():
+    ids = pl.Series("k", range(5_259_163, 5_259_163 + 500))
+    assert observe._glued_key(ids, "{P}{n:05d}", "ab", (ids.min(), ids.max())) is not None  # 7 digits each
+    assert observe._glued_key(ids, "{n:09d}", "ab", (ids.min(), ids.max())) is not None  # padded to 9
+    mixed = pl.Series("k", range(95, 95 + 500))
+    assert observe._glued_key(mixed, "{n}", "ab", (mixed.min(), mixed.max())) is None  # 2 and 3 digits
+
+
+@pytest.mark.parametrize("style", ["%Y-%m-%d", "%d/%m/%Y", "%m/%d/%Y", "%Y%m%d", "%e %b %Y"])
+@pytest.mark.parametrize("seed", range(3))
+def test_glued_times_are_the_rendered_times(style, seed):
+    rng = np.random.default_rng(seed)
+    taken = 0
+    for low, spread in ((0, 86400 * 365), (-86400 * 3, 86400 * 5), (5, 3), (86400 * 40, 86400 * 900)):
+        seconds = pl.Series("t", np.sort(low + rng.integers(0, spread, int(rng.integers(1, 3000)))))
+        start = dt.date(int(rng.integers(1990, 2030)), 1, 1) + dt.timedelta(days=int(rng.integers(0, 365)))
+        glued = observe._glued_time(seconds, start, style)
+        if glued is None:
+            continue
+        days = observe._via_lookup(seconds // 86400, lambda col, start=start: observe._day_text(col, start, style))
+        plain = days + observe._times_of_day().gather(seconds % 86400)
+        _same(glued.alias("t").to_frame(), plain.alias("t").to_frame())
+        taken += 1
+    assert taken or style == "%e %b %Y"  # (dates of several lengths: polars renders them)
