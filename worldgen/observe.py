@@ -550,28 +550,39 @@ def _render_column(values: pl.Series, c: DeliveredColumn, start: dt.date, prefix
 
 # A key or time column whose texts all have one byte length (zero-padded numbers, times after a date in one
 # style) is rendered in numpy: each row's text is parts side by side, each part a fixed-width text taken from
-# a small table by the row's index into it (the digits of a number three at a time, the date of its day, the
-# time of day). Texts of up to 12 bytes are Arrow string views, which hold them whole in their 16 bytes and
-# polars takes as they are; longer ones are laid out in one record a row under an Arrow string array. ~1 ms
-# against 2-4 ms for polars' string expressions on 60k rows (mostly each row's own text, unlike days).
-DIGIT_GROUP = 3  # a number's digits come from the table of every group of up to this many digits
+# a small table by the row's index into it (the digits of a number four at a time, the date of its day, the
+# time of day). Texts of up to 12 bytes become Arrow string views, which hold them whole in their 16 bytes,
+# each part's bytes shifted into place as little-endian words; longer ones are laid out in one record a row
+# under an Arrow string array. ~1 ms against 2-4 ms for polars' string expressions on 60k rows (mostly each
+# row's own text, unlike days).
+DIGIT_GROUP = 4  # a number's digits come from the table of every group of up to this many digits
 MAX_DIGITS = 18  # zero-padded widths beyond int64's digits are rendered by polars
 INLINE_BYTES = 12  # an Arrow string view holds a text of up to 12 bytes after its 4-byte length
-Parts = list[tuple[np.ndarray, np.ndarray | None]]
+
+
+@dataclass(frozen=True)
+class _Texts:
+    """Texts of one byte length (`width`): each one as a void item of that width, and as little-endian
+    words (its first 8 bytes, then its next 8, zeros past its end)."""
+
+    width: int
+    items: np.ndarray  # 1-d, of void items
+    words: tuple[np.ndarray, ...]  # ceil(width / 8) uint64 arrays
+
+
+Parts = list[tuple[_Texts, np.ndarray | None]]  # a table, and each row's index into it (None: its one text)
 
 
 def _glued(name: str, parts: Parts) -> pl.Series:
-    """Texts made of parts side by side: each part a table of same-width UTF-8 texts (a 2-d array of their
-    bytes) and each row's index into it, or None for a table of one text that every row takes."""
+    """The texts made of `parts` side by side, as a polars text column."""
     n = next(len(rows) for _, rows in parts if rows is not None)
-    width = sum(table.shape[1] for table, _ in parts)
+    width = sum(table.width for table, _ in parts)
     if width <= INLINE_BYTES:
         return _glued_views(name, parts, n, width)
-    layout = np.dtype([(f"p{k}", f"V{table.shape[1]}") for k, (table, _) in enumerate(parts)])
+    layout = np.dtype([(f"p{k}", table.items.dtype) for k, (table, _) in enumerate(parts)])
     records = np.empty(n, dtype=layout)
     for k, (table, rows) in enumerate(parts):
-        items = table.view(f"V{table.shape[1]}").ravel()
-        records[f"p{k}"] = items[0] if rows is None else np.take(items, rows)
+        records[f"p{k}"] = table.items[0] if rows is None else np.take(table.items, rows)
     offsets = np.arange(0, (n + 1) * width, width, dtype=np.int64)
     buffers = [None, pa.py_buffer(offsets), pa.py_buffer(records)]
     return pl.Series(name, pa.Array.from_buffers(pa.large_string(), n, buffers))
@@ -579,39 +590,37 @@ def _glued(name: str, parts: Parts) -> pl.Series:
 
 def _glued_views(name: str, parts: Parts, n: int, width: int) -> pl.Series:
     """`_glued` for texts of `width` <= 12 bytes, as Arrow string views: two little-endian words a row, the
-    first the length and the text's first 4 bytes, the second its next 8 (zeros past its end), each part's
-    bytes shifted into place, 8 at a time."""
+    length and the text's first 4 bytes, then its next 8 (zeros past its end)."""
     words = [np.full(n, width, dtype=np.uint64), np.zeros(n, dtype=np.uint64)]
-    at = 4  # where the part's first byte goes in the view
+    at = 4  # the view's byte where the part goes
     for table, rows in parts:
-        for start in range(0, table.shape[1], 8):
-            chunk = np.zeros((len(table), 8), dtype=np.uint8)
-            chunk[:, : min(8, table.shape[1] - start)] = table[:, start : start + 8]
-            numbers = chunk.view("<u8").ravel()
-            value = numbers[:1] if rows is None else np.take(numbers, rows)
-            byte = at + start
-            if byte < 8:  # bits pushed past the first word are dropped, and carried into the second
-                words[0] |= value << np.uint64(8 * byte)
-                words[1] |= value >> np.uint64(8 * (8 - byte))
-            else:
-                words[1] |= value << np.uint64(8 * (byte - 8))
-        at += table.shape[1]
+        for j, column in enumerate(table.words):
+            value = column[:1] if rows is None else np.take(column, rows)
+            word, shift = divmod(at + 8 * j, 8)
+            words[word] |= value << np.uint64(8 * shift)  # bits shifted past the word are dropped...
+            if shift and word == 0:
+                words[1] |= value >> np.uint64(64 - 8 * shift)  # ...and carried into the next
+        at += table.width
     views = np.empty((n, 2), dtype=np.uint64)
     views[:, 0], views[:, 1] = words
     return pl.Series(name, pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views)]))
 
 
-def _text_table(texts: pl.Series) -> np.ndarray | None:
-    """Texts of one byte length as a 2-d array of their bytes, a row each (None for blanks, no texts, or
-    texts of different lengths)."""
+def _text_table(texts: pl.Series) -> _Texts | None:
+    """Texts of one byte length as a `_Texts` (None for blanks, no texts, or texts of different lengths)."""
     lengths = texts.str.len_bytes()
     if not len(texts) or texts.null_count() or lengths.min() != lengths.max() or lengths[0] == 0:
         return None
-    return np.frombuffer(texts.str.join("").item().encode(), dtype=np.uint8).reshape(len(texts), -1)
+    width = int(lengths[0])
+    data = np.frombuffer(texts.str.join("").item().encode(), dtype=np.uint8).reshape(len(texts), width)
+    padded = np.zeros((len(texts), -(-width // 8) * 8), dtype=np.uint8)
+    padded[:, :width] = data
+    words = tuple(np.ascontiguousarray(column) for column in padded.view("<u8").T)
+    return _Texts(width, data.view(f"V{width}").ravel(), words)
 
 
 @functools.cache
-def _digit_table(digits: int) -> np.ndarray:
+def _digit_table(digits: int) -> _Texts:
     """'0..0' to '9..9': every number below 10**digits, zero-padded to `digits` characters."""
     table = _text_table(pl.Series([f"{k:0{digits}d}" for k in range(10**digits)], dtype=pl.String))
     assert table is not None
@@ -619,11 +628,24 @@ def _digit_table(digits: int) -> np.ndarray:
 
 
 @functools.cache
-def _time_table() -> np.ndarray:
+def _time_table() -> _Texts:
     """' HH:MM:SS' of every second of a day, as `_times_of_day` gives them."""
     table = _text_table(_times_of_day())
     assert table is not None
     return table
+
+
+def _digit_parts(numbers: np.ndarray, digits: int) -> Parts:
+    """Numbers below 10**digits zero-padded to `digits` characters, as `_glued` parts: groups of up to
+    DIGIT_GROUP digits, split off from the right by one divmod each."""
+    groups: Parts = []
+    rest = numbers
+    while digits > 0:
+        size = min(DIGIT_GROUP, digits)
+        rest, group = np.divmod(rest, 10**size) if digits > size else (rest, rest)
+        groups.append((_digit_table(size), group))
+        digits -= size
+    return groups[::-1]
 
 
 def _glued_key(values: pl.Series, key_template: str, prefix: str, bounds: tuple | None) -> pl.Series | None:
@@ -651,11 +673,7 @@ def _glued_key(values: pl.Series, key_template: str, prefix: str, bounds: tuple 
     parts: Parts = []
     for token in tokens:
         if token.startswith("{n"):
-            sizes = [digits % DIGIT_GROUP] * (digits % DIGIT_GROUP > 0) + [DIGIT_GROUP] * (digits // DIGIT_GROUP)
-            below = digits
-            for size in sizes:
-                below -= size
-                parts.append((_digit_table(size), (numbers // 10**below) % 10**size))
+            parts += _digit_parts(numbers, digits)
         else:
             text = fields[token[1:-1]] if token.startswith("{") else token
             parts.append((_text_table(pl.Series([text], dtype=pl.String)), None))  # (tokens are never empty)
