@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
 import random
 
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 from worldgen import observe
 from worldgen.defects import SpellingVariants, respelled_names
 from worldgen.observe import KEY_ORDER_MIN_ROWS, _key_order, sort_rows
+from worldgen.write import json_text
 
 NAMES = ["Acme Ltd", "acme ltd", "Acme", "Acme Ltd.", "", " x", "Bäcker & Söhne", "日本", "Zed", "a\x00b", "a"]
 
@@ -228,3 +231,34 @@ def test_glued_times_are_the_rendered_times(style, seed):
         _same(glued.alias("t").to_frame(), plain.alias("t").to_frame())
         taken += 1
     assert taken or style == "%e %b %Y"  # (dates of several lengths: polars renders them)
+
+
+def _json_value(rng: random.Random, depth: int):
+    leaves = [
+        lambda: rng.choice(["", "a", "ü日本", 'q"uo\\te', "\x00\x1f\x7f", "\u2028", "é" * 3]),
+        lambda: rng.choice([0, -1, 2**70, True, False, None]),
+        lambda: rng.choice([0.1, -0.0, 1e16, 1e-05, 123456.789, math.nan, math.inf, -math.inf, 5e-324]),
+    ]
+    if depth <= 0 or rng.random() < 0.3:
+        return rng.choice(leaves)()
+    kind = rng.choice(["dict", "list", "tuple"])
+    items = [_json_value(rng, depth - 1) for _ in range(rng.choice([0, 1, 3]))]
+    if kind == "dict":
+        return {rng.choice(["k", "é", "", "a b", '"']) + str(i): v for i, v in enumerate(items)}
+    return items if kind == "list" else tuple(items)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_json_text_is_json_dumps(seed):
+    rng = random.Random(seed)
+    for _ in range(30):
+        value = _json_value(rng, 4)
+        for indent in (2, 0, 4, None):
+            assert json_text(value, indent) == json.dumps(value, indent=indent, ensure_ascii=False)
+
+
+def test_json_text_leaves_other_values_to_json_dumps():
+    for value in ({1: "a", 2.5: [1]}, {None: 1, True: 2}, [{"a": {3: 4}}]):  # keys json.dumps converts
+        assert json_text(value, 2) == json.dumps(value, indent=2, ensure_ascii=False)
+    with pytest.raises(TypeError):  # what json.dumps raises for a value it cannot write
+        json_text({"a": {1, 2}}, 2)
