@@ -262,3 +262,16 @@ def test_json_text_leaves_other_values_to_json_dumps():
         assert json_text(value, 2) == json.dumps(value, indent=2, ensure_ascii=False)
     with pytest.raises(TypeError):  # what json.dumps raises for a value it cannot write
         json_text({"a": {1, 2}}, 2)
+
+
+def test_glued_times_leave_seconds_beyond_int64_to_polars():
+    huge = pl.Series("t", [2**63 + 5, 2**63 + 86400], dtype=pl.UInt64)
+    assert observe._glued_time(huge, dt.date(2024, 1, 1), "%Y-%m-%d") is None
+
+
+def test_glued_texts_without_string_views(monkeypatch):
+    """An older pyarrow without string views gets the same texts as an Arrow string array."""
+    ids = pl.Series("k", range(5_259_163, 5_259_163 + 500))
+    views = observe._glued_key(ids, "{P}{n:05d}", "ab", (ids.min(), ids.max()))
+    monkeypatch.delattr(observe.pa, "string_view")
+    _same(observe._glued_key(ids, "{P}{n:05d}", "ab", (ids.min(), ids.max())).to_frame(), views.to_frame())

@@ -577,7 +577,7 @@ def _glued(name: str, parts: Parts) -> pl.Series:
     """The texts made of `parts` side by side, as a polars text column."""
     n = next(len(rows) for _, rows in parts if rows is not None)
     width = sum(table.width for table, _ in parts)
-    if width <= INLINE_BYTES:
+    if width <= INLINE_BYTES and hasattr(pa, "string_view"):  # (Arrow string views: pyarrow 16 on)
         return _glued_views(name, parts, n, width)
     layout = np.dtype([(f"p{k}", table.items.dtype) for k, (table, _) in enumerate(parts)])
     records = np.empty(n, dtype=layout)
@@ -684,6 +684,8 @@ def _glued_time(values: pl.Series, start: dt.date, style: str) -> pl.Series | No
     """The date of each second's day in `style`, then its time of day, built by `_glued` when every date
     has one length and the days span at most as many as the rows; None otherwise (or for blanks)."""
     if not values.dtype.is_integer() or values.null_count() or not len(values):
+        return None
+    if max(abs(values.min()), abs(values.max())) >= 2**62:  # (int64 holds the seconds: taken as they are)
         return None
     seconds = values.to_numpy().astype(np.int64)
     days = seconds // SECONDS_PER_DAY  # numpy's // floors, as polars' does
