@@ -128,7 +128,10 @@ class SpellingVariants(Defect):
             taken.add(shown)
             changes.append([original, shown, label])
         mapping = {original: shown for original, shown, _ in changes}
-        out = df.with_columns(respelled(pl.col(self.column), mapping))
+        if names and df.schema[self.column] == pl.String:
+            out = with_column(df, respelled_names(df[self.column], names, mapping))
+        else:  # blanks only (nothing to look up), or not a text column
+            out = df.with_columns(respelled(pl.col(self.column), mapping))
         return out, {"kind": self.kind, "column": self.column, "changes": changes}
 
     @staticmethod
@@ -143,6 +146,14 @@ def respelled(column: pl.Expr, mapping: dict[str, str]) -> pl.Expr:
     ~30% less CPU on an event log's 60k names (2.2 against 3.1 ms).
     """
     return column.replace_strict(mapping, default=column, return_dtype=pl.String)
+
+
+def respelled_names(column: pl.Series, names: list[str], mapping: dict[str, str]) -> pl.Series:
+    """`respelled` for a text column whose values, blanks aside, are all among the distinct `names`: each row
+    finds its name's position through an Enum of the names and takes the name as respelled from a table of
+    them (~1 against ~2.5 ms on an event log's 60k names: a column of a few dozen names repeated)."""
+    respelled_table = pl.Series(column.name, [mapping.get(name, name) for name in names], dtype=pl.String)
+    return respelled_table.gather(column.cast(pl.Enum(names)).to_physical())
 
 
 @dataclass(frozen=True)

