@@ -20,10 +20,9 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from pydantic import ValidationError
 
 from auditors.bytescan import braces_not_after, trailing_digit_numbers
-from contracts.errors import ContractError, WorldFormatError, raise_collected
+from contracts.errors import ContractError, WorldFormatError
 from contracts.model import (
     DATE_STYLES,
     MAX_CONTRACT_BYTES,
@@ -31,8 +30,8 @@ from contracts.model import (
     TIME_SUFFIX,
     Contract,
     Deliverable,
+    contract_from_raw,
     load_contract,
-    validate_contract,
 )
 from contracts.safeio import (
     MAX_DEPTH,
@@ -210,18 +209,7 @@ def contract_of(raw: object, path: Path) -> Contract:
     its steps and error messages as they are there."""
     if MAX_META_BYTES != MAX_CONTRACT_BYTES:  # the read that succeeded would not be the one load_contract does
         return load_contract(path)
-    if isinstance(raw, dict) and raw.get("schema_version") not in (None, SCHEMA_VERSION):
-        raise ContractError(
-            f"{path}: schema_version {raw.get('schema_version')!r} is not the supported {SCHEMA_VERSION!r}"
-        )
-    try:
-        contract = Contract.model_validate(raw)
-    except ValidationError as exc:
-        problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
-        raise_collected(ContractError, str(path), problems)
-        raise
-    validate_contract(contract)
-    return contract
+    return contract_from_raw(raw, path)
 
 
 def _read_ledger(root: Path) -> list:

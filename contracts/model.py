@@ -518,7 +518,12 @@ def _phenomenon_problems(contract: Contract) -> list[str]:
 
 def load_contract(path: Path) -> Contract:
     """Read and validate contract.json; any problem becomes one ContractError naming the file."""
-    raw = read_json(path, max_bytes=MAX_CONTRACT_BYTES, what="contract", error=ContractError)
+    return contract_from_raw(read_json(path, max_bytes=MAX_CONTRACT_BYTES, what="contract", error=ContractError), path)
+
+
+def contract_from_raw(raw: Any, path: Path) -> Contract:
+    """Validate the parsed JSON of contract.json read from `path` (for a reader that already parsed it);
+    any problem becomes one ContractError naming the file."""
     if isinstance(raw, dict) and raw.get("schema_version") not in (None, SCHEMA_VERSION):
         raise ContractError(
             f"{path}: schema_version {raw.get('schema_version')!r} is not the supported {SCHEMA_VERSION!r}"
