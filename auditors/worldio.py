@@ -194,13 +194,15 @@ def taken_bytes(world: World, rel: str) -> bytes | None:
 
 def read_parquet(path: Path, data: bytes | None) -> pl.DataFrame:
     """`pl.read_parquet(path)`, from the file's kept bytes when there are any (the same parse of the same
-    bytes); a file they do not read as is read by path, so that any error is the one its path gives."""
+    bytes); a file they do not read as is read by path, so that any error is the one its path gives. Never as
+    a glob: polars expands `*`, `?` and `[...]` in a path, so a world under `runs[1]/` would read as missing
+    and `x*.parquet` would read its siblings too."""
     if data is not None:
         try:
             return pl.read_parquet(data)
         except (Exception, pl.exceptions.PanicException):  # noqa: BLE001 - the error to report is the path's
             pass
-    return pl.read_parquet(path)
+    return pl.read_parquet(path, glob=False)
 
 
 def contract_of(raw: object, path: Path) -> Contract:
@@ -461,11 +463,12 @@ def read_ndjson(path: Path, data: bytes | None = None) -> pl.DataFrame:
     frame again gives the file's bytes back (then each line holds every column once, in order, each value as
     polars writes its type, which all the lines infer; a column of nulls only is accepted as Null alone).
     `data`: the file's bytes, if already read."""
+    readable = True
     if data is None:
         try:
             data = path.read_bytes()
         except OSError:
-            data = b""
+            data, readable = b"", False
     _check_ndjson_depth(data, path)
     ends = _sample_ends(data, b"\n")
     if ends is not None:
@@ -478,7 +481,9 @@ def read_ndjson(path: Path, data: bytes | None = None) -> pl.DataFrame:
             frame = None
         if frame is not None and _writes_back(frame, data, ndjson=True):
             return frame
-    return pl.read_ndjson(path, infer_schema_length=None)
+    # From the bytes, not the path: polars' NDJSON reader expands glob characters in a path (no way to turn
+    # that off), so a path would read the wrong files, or none. An unreadable file keeps its path's error.
+    return pl.read_ndjson(data if readable else path, infer_schema_length=None)
 
 
 NDJSON_BLOCK = MIB  # a nested file is depth-scanned a MiB of whole lines at a time (~35 B a bracket)

@@ -85,7 +85,7 @@ def _policy_changes(path: Path, contract: Contract) -> dict[str, dict[int, int]]
         return {}
     file = check_in_world(path, path / "canonical" / "panel.parquet")
     try:
-        panel = pl.read_parquet(file, columns=["unit_id", "day", *names]).sort("unit_id", "day")
+        panel = pl.read_parquet(file, columns=["unit_id", "day", *names], glob=False).sort("unit_id", "day")
     except Exception as exc:  # noqa: BLE001 - any unreadable table is one clear line
         raise WorldFormatError(f"{one_line(file)}: unreadable canonical panel ({type(exc).__name__})") from None
     out = {}
