@@ -566,7 +566,7 @@ def _consensus_on_grid(
     """`_shared_series_consensus` on arrays where the panel is a grid (`_as_grid`): each (column, national)'s
     median per day (and region, unless national) over the units' reported values, as polars takes medians
     (`_sorted_medians`), on the open unit-days. None (polars decides) unless the columns are Float64 with no
-    NaN and no -0.0 (polars orders those its own way), the units' codes Int64 and their regions text or
+    NaN, no infinity and no -0.0 (polars orders those its own way), the units' codes Int64 and their regions text or
     integers (grouped as Python compares them: as polars does)."""
     grid = _as_grid(panel)
     if grid is None or "region" in panel.columns or not panel.schema.get("open", pl.String).is_integer():
@@ -588,8 +588,8 @@ def _consensus_on_grid(
     for name, national in shared:
         series = panel[name]
         values = series.to_numpy().reshape(len(unit_ids), periods)  # a null as NaN
-        if np.count_nonzero(np.isnan(values)) != series.null_count() or np.any((values == 0) & np.signbit(values)):
-            return None  # a NaN or a -0.0 among the values
+        if np.count_nonzero(~np.isfinite(values)) != series.null_count() or np.any((values == 0) & np.signbit(values)):
+            return None  # a NaN, an infinity (inf - inf is NaN to numpy's midpoint) or a -0.0 among the values
         consensus = np.empty_like(values)
         for number in range(len(numbers)) if not national else (None,):
             units = slice(None) if national else region == number

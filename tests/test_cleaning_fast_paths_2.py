@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from auditors import dataset
 from auditors.dataset import (
     ADJACENT_GAP_DAYS,
     PositiveRows,
@@ -112,8 +113,17 @@ def test_shared_positive_rows_give_the_plain_levels(seed, switch, order):
         for window, logged in [(4, True), (14, False), (21, True), (28, False)]:
             got = _unit_levels_around(frame, "x", day, window, logged, rows=rows)
             assert _pairs(got) == _pairs(_unit_levels_plain(frame, "x", day, window, logged))
-        assert _window_step(frame, "x", day, 7, rows) == _window_step(frame, "x", day, 7)
-        assert _every_unit_switches(frame, "x", day, 100.0, rows) == _every_unit_switches(frame, "x", day, 100.0)
+        assert _window_step(frame, "x", day, 7, rows) == _plainly(_window_step, frame, "x", day, 7)
+        assert _every_unit_switches(frame, "x", day, 100.0, rows) == _plainly(
+            _every_unit_switches, frame, "x", day, 100.0
+        )
+
+
+def _plainly(fn, *args):
+    """`fn` with its levels taken by polars alone (`_unit_levels_plain`): the fast path declined everywhere."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dataset, "_unit_levels_around", lambda *a, **k: None)
+        return fn(*args)
 
 
 def test_positive_rows_of_another_frame_are_not_used():
@@ -244,6 +254,15 @@ def test_consensus_on_grid_is_the_polars_window(seed, regions):
         lambda p, m: (p.with_columns(pl.col("rate").fill_null(float("nan"))), m),  # a NaN: polars orders it
         lambda p, m: (p.with_columns(pl.col("rate").fill_null(-0.0)), m),  # a -0.0 beside 0.0s
         lambda p, m: (p.with_columns(pl.col("rate").fill_null(0.0)), m),  # zeros alone are fine
+        lambda p, m: (p.with_columns(pl.col("rate").fill_null(float("inf"))), m),  # infinities: (inf + -inf) / 2
+        lambda p, m: (p.with_columns(pl.col("rate").fill_null(float("-inf"))), m),
+        lambda p, m: (p.with_columns(pl.col("rate").fill_null(float("inf")).fill_nan(None)), m),
+        lambda p, m: (  # both signs on the same days: a median between them is NaN to numpy
+            p.with_columns(
+                pl.when(pl.col("unit_id") % 2 == 0).then(float("inf")).otherwise(float("-inf")).alias("rate")
+            ),
+            m,
+        ),
         lambda p, m: (p.sample(fraction=1.0, shuffle=True, seed=1), m),  # not the grid's order
         lambda p, m: (p.with_columns(pl.col("rate").cast(pl.Float32)), m),
         lambda p, m: (p.with_columns(pl.col("rate").round(0).cast(pl.Int64)), m),  # polars' integer median
