@@ -215,6 +215,23 @@ def test_glued_keys_are_taken_for_ids_and_not_for_mixed_lengths():
     assert observe._glued_key(mixed, "{n}", "ab", (mixed.min(), mixed.max())) is None  # 2 and 3 digits
 
 
+def test_glued_keys_leave_empty_fields_and_zero_widths_to_the_plain_path():
+    """An empty prefix has no bytes to glue and `{n:00d}` is the plain path's own reading: both decline
+    (they crashed or disagreed with `_render_key`); the key column rendered either way is the plain one."""
+    ids = pl.Series("k", range(5_259_163, 5_259_163 + 500))
+    assert observe._glued_key(ids, "{P}{n:05d}", "", (ids.min(), ids.max())) is None
+    assert observe._glued_key(ids, "{n:00d}", "ab", (ids.min(), ids.max())) is None
+    zeros = pl.Series("k", [0] * 500)
+    assert observe._glued_key(zeros, "x{n:00d}", "ab", (0, 0)) is None
+
+
+def test_cached_text_tables_are_read_only():
+    for table in (observe._digit_table(3), observe._time_table()):
+        for array in (table.items, *table.words):
+            with pytest.raises(ValueError):
+                array[0] = array[1]
+
+
 @pytest.mark.parametrize("style", ["%Y-%m-%d", "%d/%m/%Y", "%m/%d/%Y", "%Y%m%d", "%e %b %Y"])
 @pytest.mark.parametrize("seed", range(3))
 def test_glued_times_are_the_rendered_times(style, seed):
@@ -262,6 +279,10 @@ def test_json_text_leaves_other_values_to_json_dumps():
         assert json_text(value, 2) == json.dumps(value, indent=2, ensure_ascii=False)
     with pytest.raises(TypeError):  # what json.dumps raises for a value it cannot write
         json_text({"a": {1, 2}}, 2)
+    circular: dict = {"a": []}
+    circular["a"].append(circular)
+    with pytest.raises(ValueError, match="Circular reference"):  # json.dumps' error, not a RecursionError
+        json_text(circular, 2)
 
 
 def test_glued_times_leave_seconds_beyond_int64_to_polars():

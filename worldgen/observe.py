@@ -616,7 +616,10 @@ def _text_table(texts: pl.Series) -> _Texts | None:
     padded = np.zeros((len(texts), -(-width // 8) * 8), dtype=np.uint8)
     padded[:, :width] = data
     words = tuple(np.ascontiguousarray(column) for column in padded.view("<u8").T)
-    return _Texts(width, data.view(f"V{width}").ravel(), words)
+    items = data.view(f"V{width}").ravel()
+    for array in (items, *words):  # the digit and time tables are cached for the process: nobody may write them
+        array.flags.writeable = False
+    return _Texts(width, items, words)
 
 
 @functools.cache
@@ -663,6 +666,8 @@ def _glued_key(values: pl.Series, key_template: str, prefix: str, bounds: tuple 
         return None
     padded = re.search(r":0(\d+)d", numbered[0])  # as `_render_key` reads the width; no width: plain digits
     width = int(padded.group(1)) if padded else 1
+    if width == 0:  # `{n:00d}`: the plain path's own reading of it (`_render_key`) decides
+        return None
     low_digits, high_digits = len(str(bounds[0])), len(str(bounds[1]))
     if high_digits > width and low_digits != high_digits:
         return None  # some numbers padded, or longer than others: texts of several lengths
@@ -676,7 +681,10 @@ def _glued_key(values: pl.Series, key_template: str, prefix: str, bounds: tuple 
             parts += _digit_parts(numbers, digits)
         else:
             text = fields[token[1:-1]] if token.startswith("{") else token
-            parts.append((_text_table(pl.Series([text], dtype=pl.String)), None))  # (tokens are never empty)
+            table = _text_table(pl.Series([text], dtype=pl.String))
+            if table is None:  # an empty field (a pack's empty prefix): no bytes to glue, the plain path
+                return None
+            parts.append((table, None))
     return _glued(values.name, parts)
 
 

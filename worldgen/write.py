@@ -55,7 +55,7 @@ def json_text(payload: Any, indent: int | None) -> str:
     out: list[str] = []
     try:
         _put_json(payload, out, "\n", " " * indent)
-    except _NotPlainJson:
+    except (_NotPlainJson, RecursionError):  # a circular payload: json.dumps says so (ValueError)
         return json.dumps(payload, indent=indent, ensure_ascii=False)
     return "".join(out)
 
