@@ -24,7 +24,9 @@ def column_sha256(values: np.ndarray) -> str:
         arr = np.ascontiguousarray(values)
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
         h.update(f"{arr.dtype.kind}{arr.dtype.itemsize}:".encode())
-        h.update(arr.tobytes())
+        # The contiguous array's own buffer, as bytes: the same bytes as `arr.tobytes()` without copying
+        # them first (a ledger hashes ~15 MB a world).
+        h.update(arr.reshape(-1).view(np.uint8))
     return h.hexdigest()
 
 

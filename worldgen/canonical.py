@@ -23,7 +23,7 @@ import numpy as np
 from contracts.calendar import levels
 from contracts.hashing import column_sha256
 from contracts.model import Contract, Edge, Variable, structural_edges
-from worldgen.entities import draw_entities, event_columns, place_events
+from worldgen.entities import Unnamed, draw_entities, draw_unnamed, event_columns, name_entities, place_events
 from worldgen.grid import Grid
 from worldgen.mechanisms import MECHANISMS, Scale, resolve
 from worldgen.observation import nan_mean_sd, report, respond
@@ -64,6 +64,9 @@ class CanonicalState:
     # drawn only for their draws, or before the step's last needed variable ends the probe's draws): step ->
     # (how many, the step as it was after them: its outputs and stream), where the full draw goes on from.
     begun: dict[int, tuple[int, Step]] = field(default_factory=dict, repr=False, compare=False)
+    # A trend probe's entities (step 0) as drawn, names left empty: the full draw of the same attempt names
+    # them instead of drawing them again (names take no draw of the step's stream).
+    unnamed: Unnamed | None = field(default=None, repr=False, compare=False)
 
     def column(self, table: str, name: str) -> np.ndarray:
         return self.tables[table][name]
@@ -178,7 +181,8 @@ def generate(
     contract: Contract, streams: Streams, attempt: int = 0, probed: CanonicalState | None = None
 ) -> CanonicalState:
     """Run every step in order; step k of attempt a draws from `streams.rng("canonical", a, k)`. `probed`:
-    this attempt's trend probe, whose whole steps are taken instead of drawn again (the same draws)."""
+    this attempt's trend probe, whose whole steps (and entities, then named) are taken instead of drawn
+    again (the same draws)."""
     state = CanonicalState()
     for _ in steps(contract, streams, attempt, state, probed):
         pass
@@ -194,7 +198,10 @@ def steps(
     grid = Grid(contract.entity("unit").count, contract.timeline.periods)
     parents_of = _parents_of(contract)
     pushes = trend_push(contract, streams.rng("trend", attempt))
-    entities = lambda: draw_entities(contract, streams.rng("canonical", attempt, 0))  # noqa: E731
+    if probed is not None and probed.unnamed is not None:
+        entities = lambda: name_entities(contract, probed.unnamed)  # noqa: E731
+    else:
+        entities = lambda: draw_entities(contract, streams.rng("canonical", attempt, 0))  # noqa: E731
     state.run_step("entities", streams.record("canonical", attempt, 0), [], entities)
     yield -1
     for layer, names in enumerate(contract.layers):
@@ -232,7 +239,8 @@ def probe(contract: Contract, streams: Streams, attempt: int, upto: int, target:
     grid = Grid(contract.entity("unit").count, contract.timeline.periods)
     parents_of = _parents_of(contract)
     pushes = trend_push(contract, streams.rng("trend", attempt))
-    state.commit(draw_entities(contract, streams.rng("canonical", attempt, 0), named=False))
+    state.unnamed = draw_unnamed(contract, streams.rng("canonical", attempt, 0))
+    state.commit(state.unnamed.tables)
     for layer, names in enumerate(contract.layers[: upto + 1]):
         drawn = [name for name in names if name in needed or name in ghosts]  # a prefix of the step's names
         if not drawn:

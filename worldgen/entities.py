@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 from faker import Faker
@@ -78,26 +79,60 @@ def draw_entities(contract: Contract, rng: np.random.Generator, named: bool = Tr
     """Units, parties and the unit-day panel. `named=False` leaves every name empty and draws the rest
     exactly as with names (unit names come from Faker's own generator, party names' draws are still made),
     for a trend probe that never shows a name."""
-    fake = _faker()
+    unnamed = draw_unnamed(contract, rng)
+    return name_entities(contract, unnamed) if named else unnamed.tables
+
+
+@dataclass(frozen=True)
+class Unnamed:
+    """The entity tables with every name empty, and what naming them takes: the seed of Faker's generator
+    (the unit names) and each party's first and last name picks (drawn from the step's stream either way)."""
+
+    tables: dict[str, dict[str, np.ndarray]]
+    seed: int
+    first_pick: np.ndarray
+    last_pick: np.ndarray
+
+
+def draw_unnamed(contract: Contract, rng: np.random.Generator) -> Unnamed:
+    """`draw_entities`' draws, names left empty. A trend probe draws these; the full draw of the attempt it
+    keeps names them (`name_entities`) instead of drawing them again: names take no draw of the stream."""
     seed = int(rng.integers(2**31))
-    if named:
-        fake.seed_instance(seed)
-    units = _units(contract, fake if named else None, rng)
-    parties = _parties(contract, fake if named else None, rng, _region_weights(contract, units))
-    return {"units": units, "parties": parties, "panel": _panel(contract, units, rng)}
+    units = _units(contract, None, rng)
+    parties, first_pick, last_pick = _party_draws(contract, rng, _region_weights(contract, units))
+    tables = {"units": units, "parties": parties, "panel": _panel(contract, units, rng)}
+    return Unnamed(tables, seed, first_pick, last_pick)
 
 
-def _units(contract: Contract, fake: Faker | None, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    unit, periods, c = contract.entity("unit"), contract.timeline.periods, contract.calendar
-    U = unit.count
+def name_entities(contract: Contract, unnamed: Unnamed) -> dict[str, dict[str, np.ndarray]]:
+    """`draw_entities(named=True)` from its unnamed draws: the same tables (the same columns in the same
+    order) with the unit names from Faker seeded as `draw_entities` seeds it and the parties' picked names."""
+    fake = _faker()
+    fake.seed_instance(unnamed.seed)
+    units = {**unnamed.tables["units"], "name": _unit_names(contract, fake)}
+    first, last = _name_list("first_names"), _name_list("last_names")
+    names = first[unnamed.first_pick] + " " + last[unnamed.last_pick]
+    parties = {**unnamed.tables["parties"], "name": names}
+    return {"units": units, "parties": parties, "panel": unnamed.tables["panel"]}
+
+
+def _unit_names(contract: Contract, fake: Faker) -> np.ndarray:
+    """The units' names from Faker's own generator (no draw from the step's stream)."""
+    unit = contract.entity("unit")
     names: list[str] = []
     seen: set[str] = set()
-    for i in range(U if fake is not None else 0):
+    for i in range(unit.count):
         name = _unit_name(fake, unit.name_style or "company", unit.name, i)
         while name in seen:  # names must identify units within a system
             name = f"{name} {fake.city_suffix()}"
         seen.add(name)
         names.append(name)
+    return np.array(names, dtype=object)
+
+
+def _units(contract: Contract, fake: Faker | None, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    unit, periods, c = contract.entity("unit"), contract.timeline.periods, contract.calendar
+    U = unit.count
     cap = contract.measures.capacity
     capacity = np.clip(np.round(rng.normal(cap.mean, cap.sd, U)), max(cap.min, 1), cap.max)
     regions = np.array(contract.regions, dtype=object)
@@ -108,7 +143,7 @@ def _units(contract: Contract, fake: Faker | None, rng: np.random.Generator) -> 
     table = {
         "unit_id": np.arange(1, U + 1, dtype=np.int64),
         "code": (rng.choice(UNIT_CODES[1] - UNIT_CODES[0], U, replace=False) + UNIT_CODES[0]).astype(np.int64),
-        "name": np.array(names, dtype=object) if fake is not None else np.full(U, "", dtype=object),
+        "name": _unit_names(contract, fake) if fake is not None else np.full(U, "", dtype=object),
         "region": regions[rng.integers(len(regions), size=U)],
         cap.name: capacity,
         "open_from": opens.astype(np.int64),
@@ -131,30 +166,39 @@ def _parties(
     contract: Contract, fake: Faker | None, rng: np.random.Generator, where: np.ndarray
 ) -> dict[str, np.ndarray]:
     """Parties with their names from Faker's word lists, or empty names (but the same draws) without `fake`."""
+    table, first_pick, last_pick = _party_draws(contract, rng, where)
+    if fake is not None:
+        table["name"] = _name_list("first_names")[first_pick] + " " + _name_list("last_names")[last_pick]
+    return table
+
+
+def _party_draws(
+    contract: Contract, rng: np.random.Generator, where: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """The parties' table with empty names, and each party's first and last name picks. A region or a
+    category is picked as `rng.choice(k, n, p=...)` picks it, through `weighted_choice` (the same draws and
+    picks, ~3x faster for a handful of outcomes)."""
     shape, n, periods = contract.parties, contract.entity("party").count, contract.timeline.periods
     first, last = _name_list("first_names"), _name_list("last_names")
     first_pick = rng.integers(len(first), size=n)
     last_pick = rng.integers(len(last), size=n)
-    names = first[first_pick] + " " + last[last_pick] if fake is not None else np.full(n, "", dtype=object)
     regions = np.array(contract.regions, dtype=object)
     table = {
         "party_id": np.arange(1, n + 1, dtype=np.int64),
         "code": (rng.choice(PARTY_CODES[1] - PARTY_CODES[0], n, replace=False) + PARTY_CODES[0]).astype(np.int64),
-        "name": names,
-        "region": regions[rng.choice(len(regions), size=n, p=where)],
+        "name": np.full(n, "", dtype=object),
+        "region": regions[weighted_choice(rng, where, n)],
         "signup_day": rng.integers(-shape.history_days, periods, size=n).astype(np.int64),
     }
     for column in shape.columns:
         if column.kind == "category":
             weights = np.asarray(column.weights or [1.0] * len(column.levels), dtype=float)
-            table[column.name] = np.array(column.levels, dtype=object)[
-                rng.choice(len(column.levels), n, p=weights / weights.sum())
-            ]
+            table[column.name] = np.array(column.levels, dtype=object)[weighted_choice(rng, weights / weights.sum(), n)]
         else:
             lo = column.min if column.min is not None else -np.inf
             hi = column.max if column.max is not None else np.inf
             table[column.name] = np.round(np.clip(rng.normal(column.mean, column.sd, n), lo, hi), column.decimals)
-    return table
+    return table, first_pick, last_pick
 
 
 def _panel(contract: Contract, units: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
