@@ -93,3 +93,34 @@ def test_the_carrier_plants_the_trend_more_often_than_chance(carried, monkeypatc
         planted += phenomena.trend_holds(draft, _probe_with(monkeypatch, draft, streams, pushes))
         by_coin += phenomena.trend_holds(draft, _probe_with(monkeypatch, draft, streams, {}))
     assert planted > by_coin, (planted, by_coin, len(carried))
+
+
+def test_a_trend_without_a_carrier_draws_only_its_last_attempt(monkeypatch):
+    """No root can carry the trend: no attempt is pushed its way, so the last attempt is drawn straight
+    away (the one `plant_trend` keeps whatever it does), with no probe; a world with a carrier still
+    probes from attempt 0."""
+    from worldgen import pipeline
+
+    probes: list[int] = []
+    real_probe = canonical.probe
+    monkeypatch.setattr(
+        canonical,
+        "probe",
+        lambda draft, streams, attempt, *rest: probes.append(attempt) or real_probe(draft, streams, attempt, *rest),
+    )
+    seen = {True: 0, False: 0}
+    for index in WORLDS:
+        draft, streams = _draft(index)
+        if phenomena.trend_layer(draft) is None:
+            continue
+        carried = bool(roots.trend_carriers(draft))
+        probes.clear()
+        attempt, _state = pipeline.plant_trend(draft, streams)
+        if carried:
+            assert probes[0] == 0 and probes == list(range(len(probes)))
+        else:
+            assert (attempt, probes) == (pipeline.TREND_ATTEMPTS - 1, [])
+        seen[carried] += 1
+        if all(seen.values()):
+            break
+    assert all(seen.values()), seen

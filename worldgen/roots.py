@@ -106,20 +106,26 @@ def trend_push(contract: Contract, rng: np.random.Generator) -> dict[str, float]
     that changes at the change day and whose signed paths to the focus agree in sign (a path through an
     interaction or a category has no sign and is left out); its rise is the trend's direction times that
     sign. Empty without a trend or without such a root."""
+    candidates = trend_carriers(contract)
+    if not candidates:
+        return {}
+    root = sorted(candidates)[int(rng.integers(len(candidates)))]
+    return {root: candidates[root]}
+
+
+def trend_carriers(contract: Contract) -> dict[str, float]:
+    """{root: rise} of every root `trend_push` may pick (its pick draws from the rng only among these);
+    empty without a trend or without such a root."""
     persona = contract.persona
     if persona.trend is None or persona.focus is None:
         return {}
     wanted = 1.0 if persona.trend == "up" else -1.0
     children = {e.child for e in contract.edges}
-    candidates = {
+    return {
         name: wanted * signed.pop()
         for name, signs in _path_signs(contract, persona.focus).items()
         if len(signed := signs - {None}) == 1 and name not in children and _changes(contract.variable(name))
     }
-    if not candidates:
-        return {}
-    root = sorted(candidates)[int(rng.integers(len(candidates)))]
-    return {root: candidates[root]}
 
 
 def _changes(v: Variable) -> bool:
