@@ -97,3 +97,44 @@ def test_envelopes_read_as_the_stdlib_reads_them(name):
         return
     expected = pl.DataFrame(loads(data, where="x")["records"], infer_schema_length=None)
     assert got.schema == expected.schema and got.equals(expected, null_equal=True)
+
+
+# --- the events' means on the grid (`_with_event_means`), every event in it or not -------------------------
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_event_means_on_the_grid_are_the_joined_group_means(seed):
+    """Columns with a value on every event (the shared count) and columns with blanks, NaN and infinities
+    (the weighted count), -0.0, sums that overflow, ties; events all in the grid or some outside it."""
+    from auditors.dataset import _with_event_means, group_means
+
+    rng = np.random.default_rng(700 + seed)
+    periods, units = int(rng.integers(1, 20)), np.sort(rng.choice(50, int(rng.integers(1, 6)), replace=False))
+    panel = pl.DataFrame(
+        {"unit_id": np.repeat(units, periods), "day": np.tile(np.arange(periods), len(units)), "open": 1},
+        schema={"unit_id": pl.Int64, "day": pl.Int64, "open": pl.Int8},
+    )
+    n = 0 if seed == 0 else int(rng.integers(1, 300))
+    unit, day = rng.choice(units, n), rng.integers(0, periods, n)
+    if seed % 2:  # some events outside the grid: another unit, a day past the end
+        unit[rng.random(n) < 0.1], day[rng.random(n) < 0.1] = 999, periods
+    full = rng.choice([-0.0, 0.0, 1.5, 1e308, -1e308, 3.0], n)  # ties, signed zeros, sums past the largest float
+    gaps = rng.standard_normal(n)
+    gaps[rng.random(n) < 0.2], gaps[rng.random(n) < 0.05], gaps[rng.random(n) < 0.05] = np.nan, np.inf, -np.inf
+    events = pl.DataFrame(
+        {
+            "unit_id": unit,
+            "day": day,
+            "full": full,
+            "gaps": gaps,
+            "count": rng.integers(-3, 3, n),
+            "blank": pl.Series(rng.integers(0, 9, n)).set(pl.Series(rng.random(n) < 0.3), None),
+        },
+        schema_overrides={"unit_id": pl.Int64, "day": pl.Int64},
+    )
+    columns = ["full", "gaps", "count", "blank"]
+    got = _with_event_means(panel, events, columns)
+    want = panel.join(group_means(events, columns), on=["unit_id", "day"], how="left", maintain_order="left")
+    assert got.schema == want.schema
+    assert got.equals(want, null_equal=True)
+    assert not any(got[c].is_nan().any() for c in columns)  # blanks are nulls, never NaN
