@@ -134,16 +134,25 @@ def _with_event_means(
     known = events_cells is not None and events_cells[0][1] == periods and np.array_equal(events_cells[0][0], unit_ids)
     at = events_cells[1] if known else grid_cells(events, unit_ids, periods)
     keep = at >= 0
-    cell = at[keep]
+    every = bool(keep.all())  # every event in the grid (the usual case): no rows to leave out
+    cell = at if every else at[keep]
+    events_in_cell = None  # each cell's count of events: the count of a column with a value on every event
     means = []
     for column in event_vars:
-        values = events[column].cast(pl.Float64).to_numpy()[keep]
+        values = events[column].cast(pl.Float64).to_numpy()
+        values = values if every else values[keep]
         present = np.isfinite(values)
-        count = np.bincount(cell, weights=present.astype(float), minlength=panel.height)
-        total = np.bincount(cell, weights=np.where(present, values, 0.0), minlength=panel.height)
+        if present.all():  # the same whole numbers as the weighted count, in one pass shared by such columns
+            if events_in_cell is None:
+                events_in_cell = np.bincount(cell, minlength=panel.height).astype(np.float64)
+            count, total = events_in_cell, np.bincount(cell, weights=values, minlength=panel.height)
+        else:
+            count = np.bincount(cell, weights=present.astype(float), minlength=panel.height)
+            total = np.bincount(cell, weights=np.where(present, values, 0.0), minlength=panel.height)
         mean = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-        means.append(pl.Series(column, mean, dtype=pl.Float64))
-    return panel.with_columns(means).with_columns(pl.col(c).fill_nan(None) for c in event_vars)
+        # A cell without a value is null (`fill_nan(None)` of the plain way: the only NaN are those cells).
+        means.append(pl.Series(column, mean, dtype=pl.Float64, nan_to_null=True))
+    return panel.with_columns(means)
 
 
 def _as_grid(panel: pl.DataFrame) -> tuple[np.ndarray, int] | None:

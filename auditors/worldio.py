@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from auditors.bytescan import braces_not_after, trailing_digit_numbers
+from auditors.bytescan import NEWLINE, braces_not_after, trailing_digit_numbers
 from contracts.errors import ContractError, WorldFormatError
 from contracts.model import (
     DATE_STYLES,
@@ -368,9 +368,13 @@ def read_json_records(data: bytes) -> pl.DataFrame | None:
     marked = np.frombuffer(body, dtype=np.uint8).copy()
     if not _flat_array(body, marked):
         return None
-    # The records as NDJSON lines (`},{` -> `}\n{`, without the brackets) read in less time than the array;
-    # that is only the first try: whichever way a frame is read, it is accepted only if it writes `body` back.
-    lines = marked[1:-1].tobytes() if body.startswith(b"[") and body.endswith(b"]") else None
+    # The records as NDJSON lines (`},{` -> `}\n{`, without the brackets, each line ending in a line break as
+    # polars writes NDJSON) read in less time than the array; that is only the first try: whichever way a
+    # frame is read, it is accepted only if it writes `body` back.
+    lines = None
+    if body.startswith(b"[") and body.endswith(b"]"):
+        marked[-1] = NEWLINE  # the closing bracket: the last line's end
+        lines = marked[1:].tobytes()
     sampled = _sampled_schema(body)
     for read, source, schema in (
         (pl.read_ndjson, lines, sampled),
@@ -383,9 +387,47 @@ def read_json_records(data: bytes) -> pl.DataFrame | None:
             frame = read(source, schema=schema, infer_schema_length=None)
         except (Exception, pl.exceptions.PanicException):  # noqa: BLE001 - not polars' own output: try the next way
             continue
-        if _writes_back(frame, body):
+        if _array_writes_back(frame, body, lines):
             return frame.rechunk()  # one chunk a column, as the array reader gives (the line reader gives several)
     return None
+
+
+def _array_writes_back(frame: pl.DataFrame, body: bytes, lines: bytes | None) -> bool:
+    """`_writes_back(frame, body)`: whether `body` is polars' JSON array of `frame`, checked against its
+    NDJSON `lines` where that says the same (polars writes NDJSON in three quarters of the array's time).
+
+    polars' JSON array of a frame is its NDJSON records joined by "," in brackets (`_array_is_joined_lines`,
+    checked once per process), and a record holds no line break (a string's is escaped). So where `body`
+    holds no line break and `lines` is it without its opening bracket, the comma of each `},{` and the closing
+    bracket a line break, the NDJSON being `lines` puts a line break exactly at each of those commas and
+    nowhere else, and turning them back into commas gives `body` between its brackets: the array is `body`.
+
+    The converse needs the commas made line breaks to be only those between records: a string holding
+    `},{` has one made a line break too, and then only the array itself can say (when `body` is the array,
+    each of its height - 1 record separators is a `},{`, so more line breaks than height is such a string)."""
+    if lines is None or frame.height == 0 or b"\n" in body or not _array_is_joined_lines():
+        return _writes_back(frame, body)
+    if _writes_back(frame, lines, ndjson=True):
+        return True
+    return lines.count(b"\n") != frame.height and _writes_back(frame, body)
+
+
+@functools.cache
+def _array_is_joined_lines() -> bool:
+    """Whether polars writes a frame's JSON array as its NDJSON lines joined by "," between brackets, for
+    every flat type and the values whose writing differs most (nulls, NaN, infinities, -0.0, extreme floats,
+    escapes, control characters, non-ASCII text): what `_array_writes_back` relies on."""
+    frame = pl.DataFrame(
+        {
+            "f": [1.0, None, float("nan"), float("inf"), -float("inf"), -0.0, 1e300, 1.5e-7, 5e-324],
+            "i": [1, None, -3, 2**63 - 1, -(2**63), 0, 5, 6, 7],
+            "s": ['x\n"y', None, "\u00e9\u2028", "\x01\x7f", "\\", "},{", "", "\r\t", "\U0001f600"],
+            "b": [True, None, False, True, True, False, None, True, False],
+            "n": [None] * 9,
+        }
+    )
+    records = frame.write_ndjson().encode().removesuffix(b"\n").split(b"\n")
+    return frame.write_json().encode() == b"[" + b",".join(records) + b"]" and len(records) == frame.height
 
 
 def _flat_array(body: bytes, lines: np.ndarray | None = None) -> bool:
