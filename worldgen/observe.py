@@ -168,13 +168,36 @@ def _key_order(frame: pl.DataFrame, by: list[str]) -> np.ndarray | None:
         combined = combined * span + code
         if not exact:
             break
-    order = np.argsort(combined)  # numpy's fastest sort; ties come out in no particular order...
+    order = _stable_order(combined)
     ties = combined[order[1:]] == combined[order[:-1]]
-    if not ties.any():
+    if exact or not ties.any():
         return order
-    if exact:
-        return np.argsort(combined, kind="stable")  # ...so codes that tie are sorted again, stably
     return _order_ties(frame, by, order, ties)
+
+
+# `np.argsort(kind="stable")` is a timsort for int64, ~3 ms for 60k rows in random order but a tenth of that
+# for rows mostly in order already (it merges their runs: a panel listed by unit then day, sorted by day then
+# unit, is its units' runs), while numpy sorts 16-bit integers by a radix sort in linear time (~0.25 ms).
+PRESORTED_MAX_SHARE = 0.01  # codes with at most this share of descents are mostly in order: the timsort
+RADIX_BITS = 16  # otherwise a least-significant-digit radix sort, one stable sort of 16-bit digits a pass
+
+
+def _stable_order(codes: np.ndarray) -> np.ndarray:
+    """`np.argsort(codes, kind="stable")` of non-negative int64 codes: numpy's timsort for codes mostly in
+    order, else a radix sort by RADIX_BITS-bit digits, least significant first, each pass a stable sort of the
+    rows as the passes before left them (so the last pass leaves them in order of the whole codes, ties in
+    row order: the one stable order)."""
+    if len(codes) < 2 or np.count_nonzero(codes[1:] < codes[:-1]) <= PRESORTED_MAX_SHARE * len(codes):
+        return np.argsort(codes, kind="stable")
+    top, shift, order = int(codes.max()), 0, None
+    mask = (1 << RADIX_BITS) - 1
+    while True:
+        digits = ((codes if order is None else codes.take(order)) >> shift) & mask
+        step = np.argsort(digits.astype(np.uint16), kind="stable")
+        order = step if order is None else order.take(step)
+        shift += RADIX_BITS
+        if top >> shift == 0:
+            return order
 
 
 def _order_code(series: pl.Series, room: int) -> tuple[np.ndarray, bool] | None:
