@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import polars as pl
 import pytest
 
 from worldgen import observe
+from worldgen.defects import to_ranges
 from worldgen.observe import _stable_order, sort_rows
 
 HIGHS = [1, 2, 3, 2**16 - 1, 2**16, 2**16 + 1, 2**32 - 1, 2**32, 2**48 + 5, 2**62 - 1]
@@ -67,3 +70,24 @@ def test_sort_rows_by_radix_is_the_stable_sort(seed, monkeypatch):
             for by in (["day", "unit"], ["time", "id"], ["unit", "time"], ["id"], ["unit"], ["day", "unit", "id"]):
                 fast = sort_rows(source, by)
                 assert fast.equals(source.sort(by, maintain_order=True)), by
+
+
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_to_ranges_leaves_the_collector_as_it_was(collector_on):
+    """Ranges made with the collector held off are the plain runs, and the collector is left as found."""
+    rng = np.random.default_rng(5)
+    rows = np.sort(rng.choice(30_000, 20_000, replace=False))
+    plain = []
+    for row in rows.tolist():
+        if plain and plain[-1][1] == row:
+            plain[-1][1] = row + 1
+        else:
+            plain.append([row, row + 1])
+    was = gc.isenabled()
+    try:
+        (gc.enable if collector_on else gc.disable)()
+        assert to_ranges(rows) == plain
+        assert to_ranges(np.zeros(0, dtype=np.int64)) == []
+        assert gc.isenabled() == collector_on
+    finally:
+        (gc.enable if was else gc.disable)()
