@@ -10,7 +10,8 @@ import pytest
 
 from worldgen import observe
 from worldgen.defects import to_ranges
-from worldgen.observe import _stable_order, sort_rows
+from worldgen.observe import _frame_nan_to_null, _stable_order, _take, sort_rows, text_series
+from worldgen.write import canonical_frame
 
 HIGHS = [1, 2, 3, 2**16 - 1, 2**16, 2**16 + 1, 2**32 - 1, 2**32, 2**48 + 5, 2**62 - 1]
 
@@ -91,3 +92,70 @@ def test_to_ranges_leaves_the_collector_as_it_was(collector_on):
         assert gc.isenabled() == collector_on
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def _frozen(values: list) -> np.ndarray:
+    array = np.array(values, dtype=object)
+    array.flags.writeable = False
+    return array
+
+
+TEXT_COLUMNS = {
+    "texts": ["Acme Ltd", "", "日本", "a\x00b", " x "] * 40,
+    "blanks": ["a", None, "b"] * 40,
+    "all_blank": [None] * 120,
+    "mixed": ["a", 1, 2.5] * 40,
+    "ints": list(range(120)),
+    "empty": [],
+}
+
+
+def _take_before(values: np.ndarray, rows: np.ndarray) -> np.ndarray | pl.Series:
+    """`_take` as it was before texts were gathered from `text_series`."""
+    if values.dtype == object and len(rows) > len(values):
+        series = pl.Series(values)
+        if series.dtype == pl.String:
+            return series.gather(rows)
+    return values[rows]
+
+
+def _same_frame(fast: pl.DataFrame, plain: pl.DataFrame) -> None:
+    assert fast.schema == plain.schema
+    assert fast.to_dict(as_series=False) == plain.to_dict(as_series=False)  # (object columns never `equals`)
+
+
+@pytest.mark.parametrize("name", list(TEXT_COLUMNS))
+@pytest.mark.parametrize("frozen", [True, False])
+def test_take_and_canonical_frame_are_the_plain_conversions(name, frozen):
+    """Texts gathered from a frozen column's series give the frame numpy's gather gave (types too, for subsets
+    of blanks and empty ones), and the canonical table is the frame of the arrays; other arrays go the plain way."""
+    values = _frozen(TEXT_COLUMNS[name]) if frozen else np.array(TEXT_COLUMNS[name], dtype=object)
+    rng = np.random.default_rng(len(name))
+    n = len(values)
+    picks = [np.arange(n), rng.integers(0, max(n, 1), 3 * n) if n else np.zeros(0, dtype=np.int64)]
+    picks += [np.zeros(0, dtype=np.int64), np.flatnonzero(np.array([v is None for v in values], dtype=bool))]
+    for rows in picks:
+        try:
+            plain = _frame_nan_to_null({"c": _take_before(values, rows)})
+        except (TypeError, ValueError, pl.exceptions.PolarsError) as error:
+            with pytest.raises(type(error)):  # the same error either way
+                _frame_nan_to_null({"c": _take(values, rows)})
+            continue
+        _same_frame(_frame_nan_to_null({"c": _take(values, rows)}), plain)
+    columns = {"c": values, "n": np.arange(n)}
+    try:
+        plain = pl.DataFrame(dict(columns), strict=False)
+    except (TypeError, ValueError, pl.exceptions.PolarsError):
+        return
+    _same_frame(canonical_frame(columns), plain)
+    assert text_series(values) is text_series(values) or text_series(values) is None  # made once
+
+
+def test_text_series_forgets_an_array_once_it_is_gone():
+    values = _frozen(["a", "b"])
+    assert text_series(values) is not None
+    key = id(values)
+    assert key in observe._TEXT_SERIES
+    del values
+    gc.collect()
+    assert key not in observe._TEXT_SERIES

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -318,14 +319,44 @@ def _frame_nan_to_null(columns: dict[str, np.ndarray | pl.Series]) -> pl.DataFra
 
 
 def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray | pl.Series:
-    """values[rows]; text looked up for more rows than it has (a unit's name on each of its events) is
-    gathered by polars from a series of the table's own rows, since a numpy array of Python strings costs
-    ~60 ns a row to become a frame's column."""
-    if values.dtype == object and len(rows) > len(values):
-        series = pl.Series(values)
-        if series.dtype == pl.String:
+    """values[rows]; text is gathered by polars from a series of the table's own rows, since a numpy array of
+    Python strings costs ~20-60 ns a row to become a frame's column: a unit's name on each of its events, and
+    a frozen column's texts (`text_series`, made once for the world's files and its canonical table)."""
+    if values.dtype == object and len(rows):
+        series = text_series(values)
+        if series is not None:
             return series.gather(rows)
+        if len(rows) > len(values):
+            series = pl.Series(values)
+            if series.dtype == pl.String:
+                return series.gather(rows)
     return values[rows]
+
+
+# `pl.Series(values)` of each frozen text column, by the array's id while it lives (the arrays themselves are
+# not hashable). The projection gathers its files' texts from it and the write stage writes the canonical
+# table from it: an event log's UUIDs cost 1.2 ms a conversion, once instead of once a file and once more.
+_TEXT_SERIES: dict[int, tuple[weakref.ref, pl.Series | None]] = {}
+
+
+def text_series(values: np.ndarray) -> pl.Series | None:
+    """`pl.Series(values)` of a frozen (read-only) object array of texts without a blank, made once per array;
+    None for any other array (a blank would make a subset of blanks a column of another type than the plain
+    way's, and a writable array may change)."""
+    if values.dtype != object or values.flags.writeable or values.ndim != 1:
+        return None
+    key = id(values)
+    cached = _TEXT_SERIES.get(key)
+    if cached is not None and cached[0]() is values:
+        return cached[1]
+    try:
+        series: pl.Series | None = pl.Series(values)  # strict: a value not a text raises, not converted
+    except (TypeError, ValueError, pl.exceptions.PolarsError):
+        series = None
+    if series is not None and (series.dtype != pl.String or series.null_count()):
+        series = None  # remembered too: not converted again
+    _TEXT_SERIES[key] = (weakref.ref(values, lambda _, key=key: _TEXT_SERIES.pop(key, None)), series)
+    return series
 
 
 def _reported_rows(d: Deliverable, contract: Contract, state: CanonicalState) -> np.ndarray:

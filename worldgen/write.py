@@ -15,11 +15,13 @@ import json
 import math
 import re
 import zipfile
+from collections.abc import Mapping
 from json.encoder import encode_basestring  # json.dumps' text encoder when ensure_ascii=False
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from xml.etree.ElementTree import _escape_cdata  # what openpyxl's XML writer escapes text with
 
+import numpy as np
 import polars as pl
 from openpyxl import Workbook
 from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE
@@ -31,6 +33,7 @@ from openpyxl.xml.functions import Element, tostring
 
 from contracts.hashing import column_sha256, file_sha256
 from contracts.model import SCHEMA_VERSION, Contract
+from worldgen.observe import text_series
 
 if TYPE_CHECKING:
     from contracts.audit import AuditReport
@@ -370,9 +373,7 @@ def write_world(
     digest = _Digests()
     digest.write_text(root / "contract.json", json_text(contract.model_dump(mode="json"), 2) + "\n")
     for table, columns in state.tables.items():
-        _write_parquet_hashed(
-            pl.DataFrame(dict(columns), strict=False), root / "canonical" / f"{table}.parquet", digest
-        )
+        _write_parquet_hashed(canonical_frame(columns), root / "canonical" / f"{table}.parquet", digest)
     projection = {
         "schema_version": SCHEMA_VERSION,
         "world_id": contract.world_id,
@@ -411,6 +412,15 @@ def write_world(
         "domain": contract.domain,
         "status": "built",
     }
+
+
+def canonical_frame(columns: Mapping[str, np.ndarray]) -> pl.DataFrame:
+    """`pl.DataFrame(dict(columns), strict=False)`, a frozen text column taken as the projection converted it
+    (`text_series`: the same texts, converted once)."""
+    return pl.DataFrame(
+        {name: text if (text := text_series(values)) is not None else values for name, values in columns.items()},
+        strict=False,
+    )
 
 
 class _Digests(dict):
