@@ -159,3 +159,15 @@ def test_text_series_forgets_an_array_once_it_is_gone():
     del values
     gc.collect()
     assert key not in observe._TEXT_SERIES
+
+
+def test_without_is_drop():
+    frame = pl.DataFrame({"a": [3, 1, None], "@day": [1, 2, 3], "b": ["x", None, "z"]}).with_columns(
+        pl.col("a").set_sorted()
+    )
+    for name in ("@day", "missing", "a"):
+        fast = observe._without(frame, name)
+        plain = frame.drop(name, strict=False)
+        assert fast.equals(plain) and fast.schema == plain.schema
+        assert [fast[c].flags for c in fast.columns] == [plain[c].flags for c in plain.columns]
+    assert frame.columns == ["a", "@day", "b"]  # the caller's frame keeps its columns

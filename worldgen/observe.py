@@ -30,6 +30,7 @@ from worldgen.defects import (
     SchemaDrift,
     SpellingVariants,
     UnitDrift,
+    _at,
     with_column,
 )
 from worldgen.naming import STRFTIME
@@ -86,8 +87,18 @@ def project(
             if record.get("day_column") == DAY:
                 record["day_column"] = f"{d.columns[1].name} (its day)"
             records.append(record)
-        files.append(ObservedFile(d, clean, frame.drop(DAY, strict=False), records, order_columns(d, order)))
+        files.append(ObservedFile(d, clean, _without(frame, DAY), records, order_columns(d, order)))
     return files
+
+
+def _without(frame: pl.DataFrame, name: str) -> pl.DataFrame:
+    """`frame.drop(name, strict=False)`: a new frame sharing the other columns, without the query `drop` runs
+    (~0.07 ms a file)."""
+    if name not in frame.columns:
+        return frame.clone()
+    out = frame.clone()  # shallow: the columns are shared, and dropping one leaves `frame` as it was
+    out.drop_in_place(name)
+    return out
 
 
 # How each kind of file lists its rows: by which of its columns, in order (drawn per file).
@@ -324,12 +335,10 @@ def _take(values: np.ndarray, rows: np.ndarray) -> np.ndarray | pl.Series:
     a frozen column's texts (`text_series`, made once for the world's files and its canonical table)."""
     if values.dtype == object and len(rows):
         series = text_series(values)
-        if series is not None:
-            return series.gather(rows)
-        if len(rows) > len(values):
+        if series is None and len(rows) > len(values):
             series = pl.Series(values)
-            if series.dtype == pl.String:
-                return series.gather(rows)
+        if series is not None and series.dtype == pl.String:
+            return _at(series, rows)  # gathered by numpy's index, without the query `gather` runs
     return values[rows]
 
 
