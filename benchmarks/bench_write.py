@@ -90,8 +90,10 @@ def _instrument() -> Parts:
     parts.wrap(ObservedFile, "rendered", "render")
     parts.wrap(W, "write_xlsx", "xlsx")
     parts.wrap(W, "write_parquet", "parquet")
+    parts.wrap(W, "_write_parquet_hashed", "parquet")  # (with the hash of the bytes it wrote)
     parts.wrap(W, "dump_json", "json")
     parts.wrap(W, "dump_jsonl", "ledger")
+    parts.wrap(W._Digests, "write_text", "json")  # contract, projection, ledger, dictionaries (hashed in memory)
     parts.wrap(hashing, "file_sha256", "hash_files")
     parts.wrap(hashing, "column_sha256", "hash_columns")
     for name in ("file_sha256", "column_sha256"):  # write.py holds its own references

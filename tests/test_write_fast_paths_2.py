@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import json
 import random
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from contracts.hashing import file_sha256
 from worldgen.defects import MissingValues, _at, _pick, _values_at, with_column
 from worldgen.observe import _frame_nan_to_null
-from worldgen.write import _Digests
+from worldgen.write import _Digests, _write_parquet_hashed, write_parquet
 
 
 @pytest.mark.parametrize("size", [0, 1, (1 << 20) - 1, 1 << 20, (3 << 20) + 7])
@@ -119,3 +120,29 @@ def test_rows_at_are_the_gathered_rows(seed, dtype):
         fast, plain = _at(series, rows), series.gather(rows)
         assert fast.equals(plain) and fast.dtype == plain.dtype and fast.name == plain.name
         assert fast.to_list() == plain.to_list() or dtype == pl.Float64  # NaN != NaN; equals covers it
+
+
+@pytest.mark.parametrize("size", [0, 1, 4097, (1 << 20) + 3])
+def test_digests_of_bytes_written_are_the_file_hash(tmp_path: Path, size):
+    """A file written through `_Digests.write` (from a buffer's memoryview too) hashes as read back from disk."""
+    data = random.Random(size).randbytes(size)
+    digest = _Digests()
+    buffer = io.BytesIO(data)
+    digest.write(tmp_path / "b.bin", buffer.getbuffer())
+    assert (tmp_path / "b.bin").read_bytes() == data
+    assert digest(tmp_path / "b.bin") == file_sha256(tmp_path / "b.bin")
+    text = "ünï\n日本 \r\n" * (size % 97)
+    digest.write_text(tmp_path / "t.txt", text)
+    assert (tmp_path / "t.txt").read_bytes() == text.encode("utf-8")  # newlines as they are, no translation
+    assert digest(tmp_path / "t.txt") == file_sha256(tmp_path / "t.txt")
+
+
+def test_parquet_through_memory_is_the_plain_file(tmp_path: Path):
+    """`_write_parquet_hashed` writes the bytes `write_parquet` writes to a path, and their hash."""
+    rng = random.Random(3)
+    frame = pl.DataFrame([_series(rng, dtype, 300, blanks=True).alias(str(dtype)) for dtype in (pl.Int64, pl.String)])
+    write_parquet(frame, tmp_path / "plain.parquet")
+    digest = _Digests()
+    _write_parquet_hashed(frame, tmp_path / "fast.parquet", digest)
+    assert (tmp_path / "fast.parquet").read_bytes() == (tmp_path / "plain.parquet").read_bytes()
+    assert digest[tmp_path / "fast.parquet"] == file_sha256(tmp_path / "plain.parquet")

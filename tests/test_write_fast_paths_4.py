@@ -252,7 +252,7 @@ def test_glued_times_are_the_rendered_times(style, seed):
 
 def _json_value(rng: random.Random, depth: int):
     leaves = [
-        lambda: rng.choice(["", "a", "ü日本", 'q"uo\\te', "\x00\x1f\x7f", "\u2028", "é" * 3]),
+        lambda: rng.choice(["", "a", "ü日本", 'q"uo\\te', "\x00\x1f\x7f", "\u2028", "é" * 3, "😀x\ud800"]),
         lambda: rng.choice([0, -1, 2**70, True, False, None]),
         lambda: rng.choice([0.1, -0.0, 1e16, 1e-05, 123456.789, math.nan, math.inf, -math.inf, 5e-324]),
     ]
@@ -270,13 +270,16 @@ def test_json_text_is_json_dumps(seed):
     rng = random.Random(seed)
     for _ in range(30):
         value = _json_value(rng, 4)
-        for indent in (2, 0, 4, None):
+        for indent in (2, 0, 1, 4, None):
             assert json_text(value, indent) == json.dumps(value, indent=indent, ensure_ascii=False)
+            ascii_text = json.dumps(value, indent=indent)  # the task files' form
+            assert json_text(value, indent, ensure_ascii=True) == ascii_text
 
 
 def test_json_text_leaves_other_values_to_json_dumps():
     for value in ({1: "a", 2.5: [1]}, {None: 1, True: 2}, [{"a": {3: 4}}]):  # keys json.dumps converts
         assert json_text(value, 2) == json.dumps(value, indent=2, ensure_ascii=False)
+        assert json_text(value, 1, ensure_ascii=True) == json.dumps(value, indent=1)
     with pytest.raises(TypeError):  # what json.dumps raises for a value it cannot write
         json_text({"a": {1, 2}}, 2)
     circular: dict = {"a": []}
