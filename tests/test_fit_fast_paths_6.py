@@ -1,5 +1,6 @@
 """The child model's fast paths, round 6: a stable order from 16-bit keys of values on a grid, curves made in one
-array, and a scan's subset marked instead of sorted give bit for bit what the plain computations give."""
+array, a scan's subset marked instead of sorted, and rows taken instead of indexed give bit for bit what the
+plain computations give."""
 
 from __future__ import annotations
 
@@ -7,7 +8,17 @@ import numpy as np
 import pytest
 
 from auditors import estimate
-from auditors.estimators import ORDINAL_KEYS, ORDINAL_PROBE, Saturation, ordinal_keys, stable_order
+from auditors.estimate import ChildModel
+from auditors.estimators import (
+    ESTIMATORS,
+    ORDINAL_KEYS,
+    ORDINAL_PROBE,
+    Categorical,
+    Saturation,
+    ordinal_keys,
+    stable_order,
+)
+from tests.test_audit_fast_paths import _random_child
 
 
 def _tricky(seed: int) -> list[np.ndarray]:
@@ -104,3 +115,22 @@ def test_subset_positions_are_the_sorted_draw(n):
     want = np.sort(np.random.default_rng(0).choice(n, estimate.SCAN_ROWS, replace=False))
     got = estimate.scan_subset(n)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_taken_rows_are_the_indexed_rows(seed):
+    """A curve's columns and a unit attribute's dummies are taken (np.take) where they were indexed: the same
+    values in the same layout as the features indexed row by row."""
+    contract, rows = _random_child(seed, rolling=False)
+    model = ChildModel(contract, "y", rows)
+    curve = next(e for e in model.edges if e.kind == "saturation")
+    cands = model.candidates(curve)
+    picked = np.flatnonzero(np.random.default_rng(seed).random(len(rows.y)) < 0.7)
+    got = ESTIMATORS["saturation"].columns(model, curve, cands, picked)
+    want = np.column_stack([ESTIMATORS["saturation"].features(model, curve, c)[picked, 0] for c in cands])
+    assert got.tobytes() == want.tobytes() and got.flags.c_contiguous
+    levels = next(e for e in model.edges if e.kind == "categorical")
+    got = ESTIMATORS["categorical"].features(model, levels, None)
+    want = Categorical.dummies(rows.by_unit["c"], model.levels["c"])[rows.unit_index]
+    assert got.tobytes() == want.tobytes() and got.flags.c_contiguous == want.flags.c_contiguous
+    assert np.array_equal(got, Categorical.dummies(rows.parents["c"], model.levels["c"]), equal_nan=True)
