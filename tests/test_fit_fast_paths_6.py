@@ -134,3 +134,27 @@ def test_taken_rows_are_the_indexed_rows(seed):
     want = Categorical.dummies(rows.by_unit["c"], model.levels["c"])[rows.unit_index]
     assert got.tobytes() == want.tobytes() and got.flags.c_contiguous == want.flags.c_contiguous
     assert np.array_equal(got, Categorical.dummies(rows.parents["c"], model.levels["c"]), equal_nan=True)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_features_made_in_place_are_the_plain_expressions(seed):
+    """A curve's and a log's features made in one array are the plain expressions' bits, on tricky values."""
+    contract, rows = _random_child(seed, rolling=False)
+    model = ChildModel(contract, "y", rows)
+    curve = next(e for e in model.edges if e.kind == "saturation")
+    x = model.x(curve)
+    x[:6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-320]  # (the model's own parent column, changed in place)
+    for origin in (0.0, 0, -1.5, 2):
+        e = curve.model_copy(update={"params": {**curve.params, "origin": origin}})
+        for theta in (float(np.nanstd(x[6:])) * 0.37, np.float64(2.5), 1e-300, 0.0, np.inf, np.float32(1.5)):
+            with np.errstate(all="ignore"):
+                want = -np.expm1(-np.maximum(x - origin, 0) / theta)[:, None]
+                got = ESTIMATORS["saturation"].features(model, e, theta)
+            assert got.tobytes() == want.tobytes() and got.dtype == want.dtype and got.shape == want.shape
+    log = curve.model_copy(update={"kind": "monotone", "params": {"transform": "log"}})
+    with np.errstate(all="ignore"):
+        want = np.log1p(np.maximum(x, 0))[:, None]
+        got = ESTIMATORS["monotone"].features(model, log, None)
+    assert got.tobytes() == want.tobytes() and got.shape == want.shape
+    plain = log.model_copy(update={"params": {"transform": "none"}})
+    assert ESTIMATORS["monotone"].features(model, plain, None).tobytes() == x[:, None].tobytes()
