@@ -54,6 +54,52 @@ def nan_quantiles(values: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
     return sorted_quantiles(np.sort(reported), quantiles)
 
 
+ORDINAL_KEYS = 1 << 16  # `ordinal_keys` are 16-bit: numpy's stable sort of them is a one-pass radix sort
+
+
+def ordinal_keys(values: np.ndarray) -> np.ndarray | None:
+    """A uint16 key per value ordered exactly as the values are (equal values equal keys, a higher value a
+    higher key), or None. The key is rint((v - low) * scale) with the span spread over the 2**16 keys: each
+    step of that is correctly rounded, so a higher value never gets a lower key; a key shared by two different
+    values would break the order, and is looked for (each key's one value written to a table and read back).
+    Levels on a grid (whole numbers, decimals) get keys of their own; spread-out values seldom do (None).
+    None too for NaN or infinity, a constant, or zeros of both signs (equal, but not the same bits)."""
+    values = np.asarray(values)
+    if values.ndim != 1 or values.dtype != np.float64 or len(values) < 2:
+        return None
+    low, high = values.min(), values.max()  # (NaN if any is: refused below)
+    if not (np.isfinite(low) and np.isfinite(high)) or not high > low:
+        return None
+    span = float(high) - float(low)  # (Python floats: an overflow is inf, not a warning)
+    scale = (ORDINAL_KEYS - 1) / span if 0 < span < np.inf else np.inf
+    if not np.isfinite(scale):  # a span past the largest float, or so small that its scale is
+        return None
+    if low <= 0 <= high:
+        zero = values == 0
+        if zero.any() and 0 < np.signbit(values[zero]).sum() < zero.sum():
+            return None
+    table = np.empty(ORDINAL_KEYS)
+    # The first rows first: spread-out values share keys among a thousand rows already (about 8 pairs of
+    # 1024 uniform ones), so most are refused at a small part of the cost of keying them all.
+    for part in (values[:ORDINAL_PROBE], values) if len(values) > 2 * ORDINAL_PROBE else (values,):
+        keys = _keys(part, low, scale)
+        table[keys] = part
+        if not np.array_equal(table[keys], part):  # two different values on one key
+            return None
+    return keys
+
+
+ORDINAL_PROBE = 1024  # rows `ordinal_keys` tries first
+
+
+def _keys(values: np.ndarray, low: float, scale: float) -> np.ndarray:
+    spread = np.subtract(values, low)
+    np.multiply(spread, scale, out=spread)
+    np.rint(spread, out=spread)
+    np.minimum(spread, ORDINAL_KEYS - 1, out=spread)  # (a product rounded past the last key: still monotone)
+    return spread.astype(np.uint16)
+
+
 def sorted_quantiles(ordered: np.ndarray, quantiles: np.ndarray) -> np.ndarray:
     """np.quantile(ordered, quantiles) (its default 'linear' method) of a sorted 1-d float array without NaN,
     in numpy's own steps (numpy/lib/_function_base_impl.py: _quantile, _get_indexes, _lerp): the virtual
@@ -85,6 +131,9 @@ def stable_order(values: np.ndarray) -> np.ndarray:
     values = np.asarray(values)
     if values.ndim != 1 or values.dtype != np.float64 or len(values) < 2:
         return np.argsort(values, kind="stable")
+    keys = ordinal_keys(values)
+    if keys is not None:  # values on a grid: the stable (radix) sort of their 16-bit keys, in one pass
+        return np.argsort(keys, kind="stable")
     order = np.argsort(values)
     ordered = values[order]
     if np.isnan(ordered[-1]):  # (NaNs sort last)
@@ -164,7 +213,12 @@ class Monotone(Estimator):
 
     def features(self, model, e, theta):
         x = model.x(e)
-        return (np.log1p(np.maximum(x, 0)) if e.params["transform"] == "log" else x)[:, None]
+        if e.params["transform"] != "log":
+            return x[:, None]
+        if x.dtype != np.float64:
+            return np.log1p(np.maximum(x, 0))[:, None]
+        out = np.maximum(x, 0)  # np.log1p(np.maximum(x, 0)), its log taken in place: one array, not two
+        return np.log1p(out, out=out)[:, None]
 
 
 class Threshold(Estimator):
@@ -212,7 +266,17 @@ class Saturation(Estimator):
     scans = True
 
     def features(self, model, e, theta):
-        return -np.expm1(-np.maximum(model.x(e) - e.params["origin"], 0) / theta)[:, None]
+        x, origin = model.x(e), e.params["origin"]
+        if not (x.dtype == np.float64 and type(origin) in (int, float) and type(theta) in (float, np.float64)):
+            return -np.expm1(-np.maximum(x - origin, 0) / theta)[:, None]
+        # The same operations in the same order, each in place in one new array instead of six (a feature is
+        # made for every row, at each scale a scan holds it at).
+        out = np.subtract(x, origin)
+        np.maximum(out, 0, out=out)
+        np.negative(out, out=out)
+        np.divide(out, theta, out=out)
+        np.expm1(out, out=out)
+        return np.negative(out, out=out)[:, None]
 
     def finite_rows(self, model, e, candidates):
         # With a finite origin and finite positive scales the curve is finite wherever x is not NaN (x = +inf
@@ -224,7 +288,7 @@ class Saturation(Estimator):
 
     def columns(self, model, e, candidates, rows):  # the same operations as `features`, one column per scale
         table, at = self.table(model, e, candidates, rows)
-        return table[at]
+        return np.take(table, at, axis=0)  # table[at]: the same rows in the same layout, several times faster
 
     def table(self, model, e, candidates, rows) -> tuple[np.ndarray, np.ndarray]:
         """(each distinct value's curve at every scale, each row's distinct value): `columns` is table[at].
@@ -244,7 +308,14 @@ class Saturation(Estimator):
 
     @staticmethod
     def curves(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-        return -np.expm1(values[:, None] / candidates[None, :])
+        """-np.expm1(values[:, None] / candidates[None, :]): the same operations element by element, made in
+        one array instead of three (a table of 20k values by 79 scales: the temporaries cost more than the math)."""
+        values, candidates = np.asarray(values), np.asarray(candidates)
+        if values.dtype != np.float64 or candidates.dtype != np.float64:
+            return -np.expm1(values[:, None] / candidates[None, :])
+        out = np.divide(values[:, None], candidates[None, :])
+        np.expm1(out, out=out)
+        return np.negative(out, out=out)
 
     def grouped_sums(self, model, e, candidates, rows, q, ry):
         # A row's column is its distinct value's: each product is a sum over the distinct values of that
@@ -425,7 +496,8 @@ class Categorical(Estimator):
         levels = model.levels[e.parent]
         by_unit = model.rows.by_unit.get(e.parent)
         if by_unit is not None:  # a unit attribute: each unit's dummies, read off for its rows (the same values)
-            return self.dummies(by_unit, levels)[model.rows.unit_index]
+            # (a take of rows is what indexing by them picks, in the same layout, without its general machinery)
+            return np.take(self.dummies(by_unit, levels), model.rows.unit_index, axis=0)
         return self.dummies(model.x(e), levels)
 
     @staticmethod
