@@ -120,6 +120,18 @@ def test_spawn_environment_tunes_the_allocator_and_restores(monkeypatch):
         assert os.environ[knob] == build.POLARS_OWN_ALLOCATOR_CONF + ",narenas:1"  # the user's own setting wins
 
 
+def test_spawn_environment_tunes_the_c_allocator_unless_the_user_did(monkeypatch):
+    for name in build.C_ALLOCATOR_KNOBS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MALLOC_TOP_PAD_", "4096")  # the user's own
+    with build._spawn_environment(2):
+        assert os.environ["MALLOC_MMAP_THRESHOLD_"] == build.C_ALLOCATOR_KNOBS["MALLOC_MMAP_THRESHOLD_"]
+        assert os.environ["MALLOC_TRIM_THRESHOLD_"] == build.C_ALLOCATOR_KNOBS["MALLOC_TRIM_THRESHOLD_"]
+        assert os.environ["MALLOC_TOP_PAD_"] == "4096"
+    assert "MALLOC_MMAP_THRESHOLD_" not in os.environ and "MALLOC_TRIM_THRESHOLD_" not in os.environ
+    assert os.environ["MALLOC_TOP_PAD_"] == "4096"
+
+
 @functools.cache
 def polars_own_allocator_settings() -> str:
     """What importing polars writes into the allocator variable when nobody set it."""

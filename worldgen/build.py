@@ -93,6 +93,19 @@ WORKER_ADDRESS_SPACE = 8 << 30
 POLARS_ALLOCATOR_KNOB = "_RJEM_MALLOC_CONF"
 POLARS_ALLOCATOR_CONF = "dirty_decay_ms:5000,muzzy_decay_ms:5000"
 POLARS_OWN_ALLOCATOR_CONF = "dirty_decay_ms:500,muzzy_decay_ms:1000"  # polars 1.x-2.x, without a user's setting
+# The C allocator (glibc malloc: numpy's arrays, Python's large objects) in a worker: keep freed memory for
+# the next stage instead of handing it back and faulting fresh zeroed pages in. Arrays up to 64 MiB come from
+# the heap rather than a mapping of their own (glibc's default ceiling moves with what was freed, so mid-size
+# arrays went back and forth to the kernel), and the heap's top is trimmed only past 256 MiB of free space,
+# growing 64 MiB at a time. 40 default worlds of seed 0 in one process, run side by side with and without:
+# page faults 182-189k -> 145k, system CPU 1.7-2.8 -> 1.4-2.3 s, CPU per world -2 to -3.5%, peak RSS +2%
+# (508-512 -> 515-517 MiB). Read by glibc when a process starts: set for the spawned workers only; a user's
+# own setting of any of them wins (glibc.malloc tunables are another route and still apply).
+C_ALLOCATOR_KNOBS = {
+    "MALLOC_MMAP_THRESHOLD_": str(64 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(256 << 20),
+    "MALLOC_TOP_PAD_": str(64 << 20),
+}
 LOCK_PID_WAIT_SECONDS = 0.5  # the longest a refused build waits to read the holder's pid
 WATCHDOG_SECONDS = 0.5  # how often a worker checks that its parent is alive
 STOP_GRACE_SECONDS = 5.0  # how long a worker may take to exit after being told to, before it is killed
@@ -824,9 +837,10 @@ def _stop_workers(cfg: BuildConfig, pool: list[Persona], workers: list[_Worker],
 @contextlib.contextmanager
 def _spawn_environment(workers: int) -> Iterator[None]:
     """Pin each worker to cores/workers polars and BLAS threads and tune polars' allocator (read at their
-    import), without leaking them here."""
+    import) and the C allocator (read at its start), without leaking them here."""
     threads = str(max(1, available_cores() // workers))
     knobs = dict.fromkeys(("POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), threads)
+    knobs.update(C_ALLOCATOR_KNOBS)
     saved = {k: os.environ.get(k) for k in [*knobs, POLARS_ALLOCATOR_KNOB]}
     for knob, value in knobs.items():
         os.environ.setdefault(knob, value)  # the user's own setting wins
