@@ -548,7 +548,7 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
         column = r["column"]
         numeric = frame.schema[column].is_numeric()
         if kind == "id_variants" and (restored := _variants_restored(frame[column], r["changes"])) is not None:
-            frame = frame.with_columns(restored)
+            frame = _with_column(frame, restored)
             continue
         values = (
             frame[column].cast(pl.Float64).to_numpy().copy()
@@ -586,8 +586,19 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
             frame = frame.drop(r["new_column"])
         else:
             raise ValueError(f"unknown defect kind {kind!r}")
-        frame = frame.with_columns(pl.Series(column, values, strict=False, nan_to_null=numeric))
+        frame = _with_column(frame, pl.Series(column, values, strict=False, nan_to_null=numeric))
     return frame
+
+
+def _with_column(frame: pl.DataFrame, column: pl.Series) -> pl.DataFrame:
+    """frame.with_columns(column) for a column of the frame's height that replaces one of its own: a copy of
+    the frame (its columns shared, the caller's frame untouched) with that one column swapped in, without
+    the query that with_columns plans and runs."""
+    if column.name not in frame.columns or column.len() != frame.height:
+        return frame.with_columns(column)
+    copy = frame.clone()
+    copy.replace_column(copy.get_column_index(column.name), column)
+    return copy
 
 
 def frames_match(observed: pl.DataFrame, expected: pl.DataFrame) -> str | None:
