@@ -514,16 +514,32 @@ def _rows_plain(ranges: list[list[int]]) -> np.ndarray:
     return np.concatenate([np.arange(a, b) for a, b in ranges]) if ranges else np.zeros(0, dtype=np.int64)
 
 
+TEXT_SAMPLE = 1024  # a text column's first rows show whether its texts repeat
+TEXT_REPEATS = 4  # texts mapped once per distinct text when the first rows repeat each this often on average
+
+
 def _variants_restored(column: pl.Series, changes: list) -> pl.Series | None:
     """A text column with its recorded key variants replaced by their originals; None unless the column and
-    the record are all text (then `undo` maps each value itself). Only the rows showing a variant (a few of
-    a file's keys) are looked at and replaced: a replace over every row costs twice the search for them."""
+    the record are all text (then `undo` maps each value itself). A column whose texts repeat (a unit's name
+    on each of its rows) is mapped once per distinct text, each row taking its text's by its place in an
+    Enum of them; in any other only the rows showing a variant (a few of a file's keys) are looked at and
+    replaced: a replace over every row costs twice the search for them."""
     back = {variant: original for original, variant, _how in changes}
     if column.dtype != pl.String or column.null_count() == column.len() or not back:
         return None
     if not all(isinstance(x, str) for pair in back.items() for x in pair):
         return None
     variants = list(back)
+    sample = column.head(TEXT_SAMPLE)
+    if sample.n_unique() * TEXT_REPEATS <= sample.len():  # names on many rows each: mapped once per distinct text
+        distinct = column.drop_nulls().unique()
+        texts = distinct.to_list()
+        present = set(texts)
+        missing = [v for v in variants if v not in present]
+        if missing:
+            raise ValueError(f"{column.name} should show the recorded variant {missing[0]!r}, which it never does")
+        codes = column.cast(pl.Enum(distinct)).to_physical()  # each row's distinct text by its place; blank: none
+        return pl.Series(column.name, [back.get(t, t) for t in texts], dtype=pl.String).gather(codes)
     rows = column.is_in(pl.Series(variants, dtype=pl.String).implode()).arg_true()  # blank rows show none
     shown = column.gather(rows)
     present = set(shown.unique().to_list())
