@@ -1159,7 +1159,8 @@ def _scatter_widths(step: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> 
     group = np.repeat(np.arange(len(starts)), sizes)
     first = np.flatnonzero(np.arange(len(step)) - starts[group] <= (sizes - held)[group])  # an interval opens here
     widths = np.full(len(starts), np.inf)
-    np.minimum.at(widths, group[first], step[first + held[group[first]] - 1] - step[first])
+    with np.errstate(invalid="ignore"):  # inf - inf (a day of infinite steps) is NaN, as polars' width is
+        np.minimum.at(widths, group[first], step[first + held[group[first]] - 1] - step[first])
     return widths
 
 

@@ -10,6 +10,7 @@ from it; everything estimated is estimated from the data.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -315,7 +316,11 @@ class ChildModel:
     def panel_mean(self, parent: str) -> float:
         """The mean of a parent's daily panel over its reported cells (what a lag holds its gaps at)."""
         if parent not in self._means:
-            self._means[parent] = np.nanmean(self.rows.panels[parent])
+            with (
+                warnings.catch_warnings()
+            ):  # a panel with no reported cell has no mean (NaN): numpy would say so on stderr
+                warnings.simplefilter("ignore", RuntimeWarning)
+                self._means[parent] = np.nanmean(self.rows.panels[parent])
         return self._means[parent]
 
     def candidates(self, e: Edge) -> np.ndarray:
