@@ -92,7 +92,6 @@ def _instrument() -> Parts:
     parts.wrap(W, "write_parquet", "parquet")
     parts.wrap(W, "_write_parquet_hashed", "parquet")  # (with the hash of the bytes it wrote)
     parts.wrap(W, "dump_json", "json")
-    parts.wrap(W, "dump_jsonl", "ledger")
     parts.wrap(W._Digests, "write_text", "json")  # contract, projection, ledger, dictionaries (hashed in memory)
     parts.wrap(hashing, "file_sha256", "hash_files")
     parts.wrap(hashing, "column_sha256", "hash_columns")

@@ -98,7 +98,7 @@ def draw_unnamed(contract: Contract, rng: np.random.Generator) -> Unnamed:
     """`draw_entities`' draws, names left empty. A trend probe draws these; the full draw of the attempt it
     keeps names them (`name_entities`) instead of drawing them again: names take no draw of the stream."""
     seed = int(rng.integers(2**31))
-    units = _units(contract, None, rng)
+    units = _units(contract, rng)
     parties, first_pick, last_pick = _party_draws(contract, rng, _region_weights(contract, units))
     tables = {"units": units, "parties": parties, "panel": _panel(contract, units, rng)}
     return Unnamed(tables, seed, first_pick, last_pick)
@@ -130,7 +130,8 @@ def _unit_names(contract: Contract, fake: Faker) -> np.ndarray:
     return np.array(names, dtype=object)
 
 
-def _units(contract: Contract, fake: Faker | None, rng: np.random.Generator) -> dict[str, np.ndarray]:
+def _units(contract: Contract, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """The units as drawn, names left empty (`name_entities` names them: Faker draws from its own generator)."""
     unit, periods, c = contract.entity("unit"), contract.timeline.periods, contract.calendar
     U = unit.count
     cap = contract.measures.capacity
@@ -143,7 +144,7 @@ def _units(contract: Contract, fake: Faker | None, rng: np.random.Generator) -> 
     table = {
         "unit_id": np.arange(1, U + 1, dtype=np.int64),
         "code": (rng.choice(UNIT_CODES[1] - UNIT_CODES[0], U, replace=False) + UNIT_CODES[0]).astype(np.int64),
-        "name": _unit_names(contract, fake) if fake is not None else np.full(U, "", dtype=object),
+        "name": np.full(U, "", dtype=object),
         "region": regions[rng.integers(len(regions), size=U)],
         cap.name: capacity,
         "open_from": opens.astype(np.int64),
@@ -532,15 +533,22 @@ MIN_TOUCHED_CELLS = 1 << 16  # or this many (a table larger than that costs more
 
 def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
     """The stable argsort of non-negative int64 keys (ties in row order), as np.lexsort((arange(n), key))
-    gives it. Many keys below 2**32 take two stable passes over 16-bit digits (numpy's radix sort),
-    low digit first: ~2x faster than one sort of 64-bit values. Otherwise the row number is packed in the
-    low bits below the key so that every value is distinct and a plain sort, several times faster than a
-    stable argsort, gives the same order, and masked back out (a shift and a mask cost less than a
-    multiplication and a remainder); keys too large to pack fall back."""
-    if n >= RADIX_MIN_ROWS and int(key.min()) >= 0 and int(key.max()) < 1 << (2 * RADIX_DIGIT_BITS):
+    gives it. Many keys take stable passes over their 16-bit digits (numpy's radix sort), low digit first,
+    each pass sorting the rows as the passes before left them: two passes for keys below 2**32, ~2x faster
+    than one sort of 64-bit values. Few keys: the row number is packed in the low bits below the key so that
+    every value is distinct and a plain sort, several times faster than a stable argsort, gives the same
+    order, and masked back out (a shift and a mask cost less than a multiplication and a remainder); keys
+    too large to pack fall back."""
+    if n >= RADIX_MIN_ROWS and int(key.min()) >= 0:
+        top, shift, order = int(key.max()), 0, None
         digit = (1 << RADIX_DIGIT_BITS) - 1
-        low = np.argsort((key & digit).astype(np.uint16), kind="stable")
-        return low.take(np.argsort((key.take(low) >> RADIX_DIGIT_BITS).astype(np.uint16), kind="stable"))
+        while True:
+            digits = ((key if order is None else key.take(order)) >> shift) & digit
+            step = np.argsort(digits.astype(np.uint16), kind="stable")
+            order = step if order is None else order.take(step)
+            shift += RADIX_DIGIT_BITS
+            if top >> shift == 0:
+                return order
     bits = int(n).bit_length()  # rows 0 .. n - 1 fit in this many bits
     if n == 0 or int(key.max()) >= 1 << (63 - bits):
         return np.argsort(key, kind="stable")

@@ -118,10 +118,6 @@ def _json_float(value: float) -> str:
     return float.__repr__(value)
 
 
-def dump_jsonl(path: Path, records: list[dict]) -> None:
-    path.write_text(jsonl_text(records), encoding="utf-8")
-
-
 def jsonl_text(records: list[dict]) -> str:
     """One compact JSON record a line."""
     return "".join(json.dumps(r, sort_keys=False, ensure_ascii=False) + "\n" for r in records)
