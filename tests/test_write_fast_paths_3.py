@@ -128,7 +128,8 @@ def test_spawn_environment_tunes_the_c_allocator_unless_the_user_did(monkeypatch
         assert os.environ["MALLOC_MMAP_THRESHOLD_"] == build.C_ALLOCATOR_KNOBS["MALLOC_MMAP_THRESHOLD_"]
         assert os.environ["MALLOC_TRIM_THRESHOLD_"] == build.C_ALLOCATOR_KNOBS["MALLOC_TRIM_THRESHOLD_"]
         assert os.environ["MALLOC_TOP_PAD_"] == "4096"
-    assert "MALLOC_MMAP_THRESHOLD_" not in os.environ and "MALLOC_TRIM_THRESHOLD_" not in os.environ
+        assert os.environ["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
+    assert not {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"} & set(os.environ)
     assert os.environ["MALLOC_TOP_PAD_"] == "4096"
 
 
