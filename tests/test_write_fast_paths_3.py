@@ -170,3 +170,19 @@ def _allocator_settings() -> str:
     import polars  # noqa: F401 - its import writes the settings it starts jemalloc with
 
     return os.environ[build.POLARS_ALLOCATOR_KNOB]
+
+
+def test_ray_workers_get_the_allocator_knobs_a_local_worker_gets(monkeypatch):
+    from worldgen.executors import _worker_environment
+
+    for name in build.C_ALLOCATOR_KNOBS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(build.POLARS_ALLOCATOR_KNOB, build.POLARS_OWN_ALLOCATOR_CONF)  # as importing polars leaves it
+    monkeypatch.setenv("MALLOC_TOP_PAD_", "4096")  # the user's own
+    env = _worker_environment()
+    assert env["GLIBC_TUNABLES"] == build.C_ALLOCATOR_KNOBS["GLIBC_TUNABLES"]
+    assert env["MALLOC_MMAP_THRESHOLD_"] == build.C_ALLOCATOR_KNOBS["MALLOC_MMAP_THRESHOLD_"]
+    assert env["MALLOC_TOP_PAD_"] == "4096"
+    assert env[build.POLARS_ALLOCATOR_KNOB] == build.POLARS_ALLOCATOR_CONF
+    with build._spawn_environment(2):  # the same settings as the spawned workers inherit
+        assert all(os.environ[knob] == env[knob] for knob in build.allocator_knobs({}))

@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
@@ -839,18 +839,28 @@ def _stop_workers(cfg: BuildConfig, pool: list[Persona], workers: list[_Worker],
             shutil.rmtree(cfg.out / WORLDS_DIR / f".tmp-{world}", ignore_errors=True)
 
 
+def allocator_knobs(environ: Mapping[str, str]) -> dict[str, str]:
+    """The allocator settings a worker (spawned here or a Ray worker) starts with: ours where `environ` (this
+    process's) has none of its own; polars' own defaults, left in `environ` by importing polars, are not the
+    user's."""
+    knobs = {knob: environ.get(knob, value) for knob, value in C_ALLOCATOR_KNOBS.items()}
+    polars_conf = environ.get(POLARS_ALLOCATOR_KNOB)
+    knobs[POLARS_ALLOCATOR_KNOB] = (
+        POLARS_ALLOCATOR_CONF if polars_conf in (None, POLARS_OWN_ALLOCATOR_CONF) else polars_conf
+    )
+    return knobs
+
+
 @contextlib.contextmanager
 def _spawn_environment(workers: int) -> Iterator[None]:
     """Pin each worker to cores/workers polars and BLAS threads and tune polars' allocator (read at their
     import) and the C allocator (read at its start), without leaking them here."""
     threads = str(max(1, available_cores() // workers))
     knobs = dict.fromkeys(("POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), threads)
-    knobs.update(C_ALLOCATOR_KNOBS)
-    saved = {k: os.environ.get(k) for k in [*knobs, POLARS_ALLOCATOR_KNOB]}
+    saved = {k: os.environ.get(k) for k in [*knobs, *C_ALLOCATOR_KNOBS, POLARS_ALLOCATOR_KNOB]}
     for knob, value in knobs.items():
         os.environ.setdefault(knob, value)  # the user's own setting wins
-    if os.environ.get(POLARS_ALLOCATOR_KNOB) in (None, POLARS_OWN_ALLOCATOR_CONF):  # a user's setting wins too
-        os.environ[POLARS_ALLOCATOR_KNOB] = POLARS_ALLOCATOR_CONF
+    os.environ.update(allocator_knobs(os.environ))
     try:
         yield
     finally:

@@ -312,8 +312,11 @@ def scratch_dir() -> Iterator[Path]:
 
 
 def _worker_environment() -> dict[str, str]:
-    """One thread per world, and numpy's kernels pinned as in this process (set before the worker imports numpy)."""
-    env = {knob: "1" for knob in THREAD_KNOBS}
+    """One thread per world, numpy's kernels pinned as in this process (set before the worker imports numpy),
+    and the allocators tuned as a local build's workers are."""
+    from worldgen.build import allocator_knobs  # build imports this module lazily; no cycle at import
+
+    env = {knob: "1" for knob in THREAD_KNOBS} | allocator_knobs(os.environ)
     if kernels.ENV in os.environ:
         env[kernels.ENV] = os.environ[kernels.ENV]
     return env
