@@ -124,3 +124,43 @@ def test_a_trend_without_a_carrier_draws_only_its_last_attempt(monkeypatch):
         if all(seen.values()):
             break
     assert all(seen.values()), seen
+
+
+def test_too_weak_needs_enough_close_misses_well_short_of_the_bar():
+    from worldgen.pipeline import TREND_GIVE_UP_MISSES, _too_weak
+
+    bar = phenomena.TREND_BAR
+    weak = [bar - 0.03, bar - 0.025, bar - 0.02]
+    assert len(weak) == TREND_GIVE_UP_MISSES and _too_weak(weak)
+    assert not _too_weak(weak[:-1])  # too few misses to judge
+    assert not _too_weak([*weak[:-1], bar - 0.005])  # one came close to the bar
+    assert not _too_weak([*weak[:-1], bar - 0.06])  # the moves spread: the next draw may differ again
+    assert not _too_weak([*weak[:-1], float("nan")])
+
+
+def test_giving_up_on_a_weak_carrier_keeps_what_probing_on_would_have_kept(monkeypatch):
+    """A world that gives up after a few close misses keeps its last attempt, as probing every attempt does."""
+    from worldgen import pipeline
+
+    probes: list[int] = []
+    real_probe = canonical.probe
+    monkeypatch.setattr(
+        canonical,
+        "probe",
+        lambda draft, streams, attempt, *rest: probes.append(attempt) or real_probe(draft, streams, attempt, *rest),
+    )
+    gave_up = 0
+    for index in WORLDS:
+        draft, streams = _draft(index)
+        if phenomena.trend_layer(draft) is None or not roots.trend_carriers(draft):
+            continue
+        probes.clear()
+        attempt, _state = pipeline.plant_trend(draft, streams)
+        if attempt == pipeline.TREND_ATTEMPTS - 1 and len(probes) < attempt:
+            gave_up += 1
+            with monkeypatch.context() as m:
+                m.setattr(pipeline, "TREND_GIVE_UP_MISSES", pipeline.TREND_ATTEMPTS)  # never gives up
+                probes.clear()
+                assert pipeline.plant_trend(draft, streams)[0] == attempt
+                assert len(probes) == attempt
+    assert gave_up >= 2, gave_up
