@@ -32,11 +32,13 @@ def column_sha256(values: np.ndarray) -> str:
 
 def series_sha256(series: pl.Series) -> str:
     """`column_sha256(series.to_numpy())`; a text column is joined by polars (blanks as empty texts, as
-    `column_sha256` writes them) instead of through a Python object per value."""
+    `column_sha256` writes them) instead of through a Python object per value, and its UTF-8 bytes taken as
+    they are (a cast to Binary) instead of decoded into a Python text and encoded back."""
     if series.dtype != pl.String:
         return column_sha256(series.to_numpy())
+    texts = series.fill_null("") if series.null_count() else series
     h = hashlib.sha256(b"str:")
-    h.update(series.fill_null("").str.join("\x1f").item().encode())
+    h.update(texts.str.join("\x1f").cast(pl.Binary).item())
     return h.hexdigest()
 
 
