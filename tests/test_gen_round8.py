@@ -1,13 +1,16 @@
 """The generator's fast paths of the eighth speed round against their plain computations, bit for bit: a fit's
-change of means between the halves averaged only for the drivers' columns, one column at a time in row order."""
+change of means between the halves averaged only for the drivers' columns, one column at a time in row order;
+a threshold's candidate quantiles from the values sorted once."""
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
 
 from tests.test_estimation import _least_squares_fit
-from worldgen.estimation import _row_order_mean
+from worldgen.estimation import THRESHOLD_QUANTILES, _nanquantile, _row_order_mean
 
 
 @pytest.mark.parametrize("columns", [2, 3, 4, 7, 21, 25])
@@ -64,3 +67,21 @@ def test_shares_from_the_drivers_columns_are_the_plain_shares(seed):
         plain = _plain_deltas_and_shares(fit, half, drivers, rows_lost)
         assert fit.deltas(half, drivers) == plain[0]
         assert fit.shares(half, drivers, rows_lost) == plain
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 2_000, 40_000])
+def test_quantiles_from_the_sorted_values_are_numpys_nanquantile(n):
+    """The threshold candidates' quantiles from the values sorted once equal `np.nanquantile`'s, with blanks,
+    ties, signed zeros and infinities among the values, and for values that are all blank."""
+    rng = np.random.default_rng(n)
+    values = np.round(rng.standard_normal(n) * 3, 2 if n % 2 else 6)
+    for blanks in (0.0, 0.1, 1.0):
+        x = values.copy()
+        x[rng.random(n) < blanks] = np.nan
+        x[rng.random(n) < 0.05] = -0.0
+        if n > 100:
+            x[:2] = [np.inf, -np.inf]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all blank: numpy warns, both ways
+            want, got = np.nanquantile(x, THRESHOLD_QUANTILES), _nanquantile(x, THRESHOLD_QUANTILES)
+        assert got.tobytes() == want.tobytes()

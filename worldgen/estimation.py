@@ -731,7 +731,7 @@ def _candidates(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x:
 
         return lags, float, lagged
     if e.kind == "threshold":
-        levels = np.unique(np.nanquantile(seen.reshape(-1), THRESHOLD_QUANTILES))
+        levels = np.unique(_nanquantile(seen.reshape(-1), THRESHOLD_QUANTILES))
         grid = (levels[1:] + levels[:-1]) / 2 if len(levels) > 1 else levels
         if not fit.rolled:
             return grid, float, _Step(seen.reshape(-1))
@@ -744,6 +744,18 @@ def _candidates(contract: Contract, state: CanonicalState, fit: Fit, e: Edge, x:
     else:
         curve = _Curve(seen.reshape(-1), float(p["origin"]))
     return scales, lambda theta: p["origin"] + theta * np.log(2), curve
+
+
+def _nanquantile(values: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """`np.nanquantile(values, q)` of a 1-d array, from its values sorted once: a quantile is a function of
+    the order statistics alone, which numpy finds by partitioning around each of the 2 x 99 positions, ~3x
+    the cost of one sort (after which those partitions are quick). Blanks, sorted last, are left out as
+    `np.nanquantile` leaves them out; an empty array or one of blanks only goes to numpy."""
+    ordered = np.sort(values)
+    blanks = int(np.count_nonzero(np.isnan(ordered))) if len(ordered) and np.isnan(ordered[-1]) else 0
+    if blanks == len(ordered):
+        return np.nanquantile(values, q)
+    return np.quantile(ordered[: len(ordered) - blanks], q)
 
 
 def _seasonal_tolerance(contract: Contract, state: CanonicalState, fit: Fit, e: Edge) -> float:
