@@ -700,6 +700,7 @@ def _run_ray(cfg: BuildConfig, pool: list[Persona], todo: Iterator[int], record,
     mine = executors.fingerprint()
     jobs = ((k, (cfg.seed, k, persona_for(cfg.seed, k, pool), cfg.size, cfg.defect_scale)) for k in todo)
     signals.shielded = True  # from here on, only recorded (and raised by signals.check between Ray calls)
+    release = _CacheRelease()  # this process writes the worlds here
     with executors.RayPool(cfg.address, cfg.workers, WORKER_PEAK_MIB[cfg.size]) as ray_pool:
         signals.check()
         try:
@@ -722,6 +723,7 @@ def _run_ray(cfg: BuildConfig, pool: list[Persona], todo: Iterator[int], record,
                 started = time.perf_counter()
                 _commit_files(cfg, pool, k, world, result["files"])
                 record(result["timing"] | {"commit": round(time.perf_counter() - started, 6)})
+                release(cfg.out / WORLDS_DIR / world)
                 signals.check()
         except executors.TaskFailed as exc:
             raise BuildError(_failure(cfg, pool, exc.key, str(exc))) from None
@@ -894,6 +896,7 @@ def _worker_main(conn: multiprocessing.connection.Connection, parent: int) -> No
     _limit_address_space()
     _freeze_long_lived()
     settled = False
+    release = _CacheRelease()
     while True:
         try:
             job = conn.recv()
@@ -912,6 +915,43 @@ def _worker_main(conn: multiprocessing.connection.Connection, parent: int) -> No
             conn.send(message)
         except (OSError, ValueError):
             os._exit(1)
+        if message[0] == "ok":
+            release(Path(job[4]) / message[1]["world_id"])
+
+
+class _CacheRelease:
+    """Hand a committed world's file pages back to the kernel once they are on disk, so that the next world's
+    files are written into them.
+
+    A world writes ~16 MB. Pages the kernel has not given out for a while cost far more to write into than
+    ones just freed: on a VM whose host takes back the guest's free and cold memory (this development
+    machine: ~0.5 GB/s into such pages against ~5 GB/s into reused ones), a build that leaves every file in
+    the page cache writes each world into fresh pages. `POSIX_FADV_DONTNEED` on a world just committed starts
+    its write-out (dirty pages cannot be dropped); on the world before, by then written, it drops the pages.
+    Only the worker's own committed worlds are advised; their bytes do not change, only where they are cached.
+    A build read again at once (`worldgen audit`, an export) reads its files from disk."""
+
+    def __init__(self) -> None:
+        self.previous: Path | None = None
+
+    def __call__(self, world: Path) -> None:
+        if not hasattr(os, "posix_fadvise"):
+            return
+        for directory in (world, self.previous):
+            if directory is not None:
+                _advise_dontneed(directory)
+        self.previous = world
+
+
+def _advise_dontneed(directory: Path) -> None:
+    for path in directory.rglob("*"):
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
 
 def _freeze_long_lived() -> None:
