@@ -342,24 +342,14 @@ def trend_layer(contract: Contract) -> int | None:
     return next((k for k, names in enumerate(contract.layers) if persona.focus in names), None)
 
 
-TREND_BAR = MATERIAL_CHANGE_TOLERANCES * CHANGE_TOLERANCE  # the move a persona's trend must show in X
-
-
 def trend_holds(contract: Contract, state: CanonicalState) -> bool:
-    """Whether X moved the persona's focus the way its concern says, by a material amount (`TREND_BAR`)."""
+    """Whether X moved the persona's focus the way its concern says, by a material amount."""
     persona = contract.persona
     if persona.trend is None or persona.focus is None:
         return True
-    return trend_move(contract, state) >= TREND_BAR
-
-
-def trend_move(contract: Contract, state: CanonicalState) -> float:
-    """The relative change of the persona's focus from the first half of the timeline to the second, signed
-    so that a move the way its concern says is positive."""
-    persona = contract.persona
     values, day = grain_series(contract, state, persona.focus)
     half = contract.timeline.periods // 2
     a, b = float(rows_where(values, day < half).mean()), float(rows_where(values, day >= half).mean())
     change = (b - a) / a if a else 0.0
     wanted = 1.0 if persona.trend == "up" else -1.0
-    return change * wanted
+    return change * wanted >= MATERIAL_CHANGE_TOLERANCES * CHANGE_TOLERANCE

@@ -10,7 +10,6 @@ when complete.
 
 from __future__ import annotations
 
-import math
 import shutil
 import time
 from collections.abc import Callable
@@ -33,15 +32,6 @@ from worldgen.write import record_verdict, write_world
 # (their focus answers only to weather and fixed site attributes): those draw only their last attempt; their
 # prompts withhold the concern.
 TREND_ATTEMPTS = 8
-# A carrier too weak for its world shows in the probes: they miss the bar by about as much each time. After
-# TREND_GIVE_UP_MISSES misses that all fall short of the bar by more than TREND_GIVE_UP_SHORT and lie within
-# TREND_GIVE_UP_SPREAD of each other, the attempts left are not probed: the last is drawn at once, as it would
-# have been after they missed too. In 1,000 default worlds of seed 0 every probe was recorded: 167 of the 707
-# with a carrier miss all 7 probes; the rule spares 336 of their 2,022 probes and no world that met it would
-# have shown its trend later (it changes the bytes of none); wider limits began to give up on such worlds.
-TREND_GIVE_UP_MISSES = 3
-TREND_GIVE_UP_SHORT = 0.01
-TREND_GIVE_UP_SPREAD = 0.02
 
 
 @dataclass
@@ -91,36 +81,20 @@ def plant_trend(draft: Contract, streams: Streams) -> tuple[int, canonical.Canon
     kept is drawn in full, taking the steps its probe drew whole as they are. The last attempt is kept
     whatever it does, so it needs no probe. Without a root to carry the trend no attempt is pushed its way
     (one shows it only by chance: 1 of 26 such worlds in 200 of seed 0), so the last attempt is drawn
-    straight away, without the 7 probes that would almost surely be thrown away; so it is once the probes
-    show a carrier too weak for the world (`_too_weak`)."""
+    straight away, without the 7 probes that would almost surely be thrown away."""
     judged_at = phenomena.trend_layer(draft)
-    last = TREND_ATTEMPTS - 1
-    if judged_at is None:  # no trend (the first attempt holds) or none to judge before X is whole
-        for attempt in range(TREND_ATTEMPTS):
-            state = canonical.generate(draft, streams, attempt)
-            if attempt == last or phenomena.trend_holds(draft, state):
-                return attempt, state
-    misses: list[float] = []
-    if roots.trend_carriers(draft):
-        for attempt in range(last):
+    first = 0 if judged_at is None or roots.trend_carriers(draft) else TREND_ATTEMPTS - 1
+    for attempt in range(first, TREND_ATTEMPTS):
+        last = attempt == TREND_ATTEMPTS - 1
+        focus = None
+        if judged_at is not None and not last:
             focus = canonical.probe(draft, streams, attempt, judged_at, draft.persona.focus)
-            move = phenomena.trend_move(draft, focus)
-            if move >= phenomena.TREND_BAR:
-                return attempt, canonical.generate(draft, streams, attempt, probed=focus)  # the probe's steps
-            misses.append(move)
-            if _too_weak(misses):
-                break
-    return last, canonical.generate(draft, streams, last)
-
-
-def _too_weak(misses: list[float]) -> bool:
-    """Whether the probes' moves so far say the attempts left would miss the bar too (`TREND_GIVE_UP_*`)."""
-    return (
-        len(misses) >= TREND_GIVE_UP_MISSES
-        and all(math.isfinite(m) for m in misses)
-        and max(misses) < phenomena.TREND_BAR - TREND_GIVE_UP_SHORT
-        and max(misses) - min(misses) < TREND_GIVE_UP_SPREAD
-    )
+            if not phenomena.trend_holds(draft, focus):
+                continue
+        state = canonical.generate(draft, streams, attempt, probed=focus)  # takes the probe's whole steps
+        if judged_at is not None or last or phenomena.trend_holds(draft, state):
+            return attempt, state
+    raise AssertionError("unreachable: the last attempt is always kept")
 
 
 def build_world(
