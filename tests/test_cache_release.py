@@ -5,12 +5,14 @@ outside the worlds, and no byte changes."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
 from worldgen import build
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="no posix_fadvise on this platform")
+# /proc/self/fd names each advised file
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="posix_fadvise and /proc are Linux's")
 
 
 def _world(root, name: str, files: int = 3):
@@ -55,3 +57,24 @@ def test_nothing_outside_the_world_is_advised(tmp_path, monkeypatch):
     build._CacheRelease()(world)
     assert advised and all(not a.startswith(str(outside)) for a in advised)
     assert (outside / "notes.txt").read_text() == "mine"
+
+
+def test_a_fifo_or_a_vanished_world_neither_hangs_nor_fails(tmp_path):
+    world = _world(tmp_path, "a-s0-00000", files=1)
+    os.mkfifo(world / "observed" / "pipe")  # opening it for reading would wait for a writer
+    release = build._CacheRelease()
+    release(world)
+    release(tmp_path / "a-s0-00001")  # never written
+    release(tmp_path / "a-s0-00002")
+
+
+def test_an_in_process_build_advises_exactly_its_committed_worlds(tmp_path, monkeypatch):
+    advised: list[str] = []
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, *_: advised.append(os.readlink(f"/proc/self/fd/{fd}")))
+    (tmp_path / "mine.txt").write_text("a user's file beside the output")
+    out = tmp_path / "out"
+    build.run_build(build.BuildConfig(n=2, seed=0, out=out, workers=1, size="small"))
+    worlds = sorted(p for p in (out / build.WORLDS_DIR).iterdir() if p.is_dir())
+    assert len(worlds) == 2
+    files = {str(p) for w in worlds for p in w.rglob("*") if p.is_file()}
+    assert set(advised) == files  # every file of both worlds, nothing else (the manifest, the user's file)

@@ -181,6 +181,11 @@ def test_ray_workers_get_the_allocator_knobs_a_local_worker_gets(monkeypatch):
     monkeypatch.setenv("MALLOC_TOP_PAD_", "4096")  # the user's own
     env = _worker_environment()
     assert env["GLIBC_TUNABLES"] == build.C_ALLOCATOR_KNOBS["GLIBC_TUNABLES"]
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.pthread.rseq=0")  # the user's list of other tunables: ours added
+    assert _worker_environment()["GLIBC_TUNABLES"] == "glibc.pthread.rseq=0:glibc.malloc.hugetlb=1"
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0")  # the user's own choice of it wins
+    assert _worker_environment()["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=0"
+    monkeypatch.delenv("GLIBC_TUNABLES")
     assert env["MALLOC_MMAP_THRESHOLD_"] == build.C_ALLOCATOR_KNOBS["MALLOC_MMAP_THRESHOLD_"]
     assert env["MALLOC_TOP_PAD_"] == "4096"
     assert env[build.POLARS_ALLOCATOR_KNOB] == build.POLARS_ALLOCATOR_CONF

@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
+from typing import NamedTuple
 
 from contracts import kernels
 from contracts.errors import BuildError, BuildInterrupted, InputError, WorldFormatError, did_you_mean
@@ -104,7 +105,8 @@ POLARS_OWN_ALLOCATOR_CONF = "dirty_decay_ms:500,muzzy_decay_ms:1000"  # polars 1
 # fault and one TLB entry instead of 512. 25 default worlds in one process, side by side, twice: CPU per world
 # 0.690 -> 0.672 and 0.670 -> 0.655 (-2.5%), peak RSS +4% (511 -> 533 MiB); polars' jemalloc on huge pages
 # too (`thp:always`) gained nothing and cost system time. Read by glibc when a process starts: set for the
-# spawned workers only; a user's own setting of any of them wins.
+# spawned workers only; a user's own setting of any of them wins (GLIBC_TUNABLES is a list: ours is added to
+# the user's unless it sets the same tunable).
 C_ALLOCATOR_KNOBS = {
     "MALLOC_MMAP_THRESHOLD_": str(64 << 20),
     "MALLOC_TRIM_THRESHOLD_": str(256 << 20),
@@ -669,17 +671,34 @@ def _build_one(seed: int, index: int, persona: Persona, size: str, worlds: str, 
     return {"world_id": result.world_id, "index": index, **result.timings}
 
 
-def _job(cfg: BuildConfig, pool: list[Persona], k: int) -> tuple:
-    return (cfg.seed, k, persona_for(cfg.seed, k, pool), cfg.size, str(cfg.out / WORLDS_DIR), cfg.defect_scale)
+class _Job(NamedTuple):
+    """`_build_one`'s arguments, as a worker receives them."""
+
+    seed: int
+    index: int
+    persona: Persona
+    size: str
+    worlds: str
+    scale: float
+
+    def committed(self, timing: dict) -> Path:
+        return Path(self.worlds) / timing["world_id"]
+
+
+def _job(cfg: BuildConfig, pool: list[Persona], k: int) -> _Job:
+    return _Job(cfg.seed, k, persona_for(cfg.seed, k, pool), cfg.size, str(cfg.out / WORLDS_DIR), cfg.defect_scale)
 
 
 def _run_in_process(cfg: BuildConfig, pool: list[Persona], todo: Iterator[int], record) -> None:
+    release = _CacheRelease()
     for k in todo:
+        job = _job(cfg, pool, k)
         try:
-            timing = _build_one(*_job(cfg, pool, k))
+            timing = _build_one(*job)
         except Exception as exc:  # a world that cannot be built stops the build with one line, never a traceback
             raise BuildError(_failure(cfg, pool, k, exc)) from exc
         record(timing)
+        release(job.committed(timing))
 
 
 def _failure(cfg: BuildConfig, pool: list[Persona], k: int, exc: BaseException | str) -> str:
@@ -846,6 +865,9 @@ def allocator_knobs(environ: Mapping[str, str]) -> dict[str, str]:
     process's) has none of its own; polars' own defaults, left in `environ` by importing polars, are not the
     user's."""
     knobs = {knob: environ.get(knob, value) for knob, value in C_ALLOCATOR_KNOBS.items()}
+    ours, theirs = C_ALLOCATOR_KNOBS["GLIBC_TUNABLES"], environ.get("GLIBC_TUNABLES")
+    if theirs and ours.partition("=")[0] not in theirs:
+        knobs["GLIBC_TUNABLES"] = f"{theirs}:{ours}"
     polars_conf = environ.get(POLARS_ALLOCATOR_KNOB)
     knobs[POLARS_ALLOCATOR_KNOB] = (
         POLARS_ALLOCATOR_CONF if polars_conf in (None, POLARS_OWN_ALLOCATOR_CONF) else polars_conf
@@ -916,7 +938,7 @@ def _worker_main(conn: multiprocessing.connection.Connection, parent: int) -> No
         except (OSError, ValueError):
             os._exit(1)
         if message[0] == "ok":
-            release(Path(job[4]) / message[1]["world_id"])
+            release(job.committed(message[1]))
 
 
 class _CacheRelease:
@@ -928,8 +950,9 @@ class _CacheRelease:
     machine: ~0.5 GB/s into such pages against ~5 GB/s into reused ones), a build that leaves every file in
     the page cache writes each world into fresh pages. `POSIX_FADV_DONTNEED` on a world just committed starts
     its write-out (dirty pages cannot be dropped); on the world before, by then written, it drops the pages.
-    Only the worker's own committed worlds are advised; their bytes do not change, only where they are cached.
-    A build read again at once (`worldgen audit`, an export) reads its files from disk."""
+    Only the build's own committed worlds are advised, by whichever process wrote them (a worker, an in-process
+    build, Ray's driver); their bytes do not change, only where they are cached. A build read again at once
+    (`worldgen audit`, an export) reads its files from disk."""
 
     def __init__(self) -> None:
         self.previous: Path | None = None
@@ -939,14 +962,16 @@ class _CacheRelease:
             return
         for directory in (world, self.previous):
             if directory is not None:
-                _advise_dontneed(directory)
+                with contextlib.suppress(OSError):  # a hint: a world moved or removed meanwhile is not an error
+                    _advise_dontneed(directory)
         self.previous = world
 
 
 def _advise_dontneed(directory: Path) -> None:
     for path in directory.rglob("*"):
         with contextlib.suppress(OSError):
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            # O_NONBLOCK: a FIFO someone put there opens without waiting for a writer (and is then skipped)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
             try:
                 if stat.S_ISREG(os.fstat(fd).st_mode):
                     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)

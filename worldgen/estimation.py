@@ -145,7 +145,8 @@ class Fit:
 
 def _row_order_mean(column: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The mean of `column` at `rows`, as `X.take(rows, axis=0).mean(axis=0)` has it for a column of a 2-d
-    `X`: numpy adds a 2-d array's rows one after another, so each column's sum is in row order, as a running
+    `X` of two or more columns (a fit's always holds the intercept beside its drivers; numpy sums a single
+    column pairwise): numpy adds a 2-d array's rows one after another, so each column's sum is in row order, as a running
     sum has it (a 1-d array's own sum would go pairwise, other bits). One column's sum costs a fraction of
     every column's, and the take of one column a fraction of the rows' whole."""
     return np.cumsum(column.take(rows))[-1] / len(rows)
@@ -750,7 +751,9 @@ def _nanquantile(values: np.ndarray, q: np.ndarray) -> np.ndarray:
     """`np.nanquantile(values, q)` of a 1-d array, from its values sorted once: a quantile is a function of
     the order statistics alone, which numpy finds by partitioning around each of the 2 x 99 positions, ~3x
     the cost of one sort (after which those partitions are quick). Blanks, sorted last, are left out as
-    `np.nanquantile` leaves them out; an empty array or one of blanks only goes to numpy."""
+    `np.nanquantile` leaves them out; an empty array or one of blanks only goes to numpy. The same values; only
+    a zero's sign may differ where -0.0 and 0.0 meet at a quantile (the sort and numpy's partitions may order
+    them differently), which the candidates' users cannot tell apart: they compare and subtract them."""
     ordered = np.sort(values)
     blanks = int(np.count_nonzero(np.isnan(ordered))) if len(ordered) and np.isnan(ordered[-1]) else 0
     if blanks == len(ordered):
