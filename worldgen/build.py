@@ -77,11 +77,11 @@ MAX_RAY_WORKERS = 100_000  # Ray tasks at once (--executor ray): a cluster, not 
 MAX_BUILD_JSON_BYTES = 64 * KIB  # ours is ~300 bytes
 MAX_WORLD_JSON_BYTES = 16 * MIB  # ours is ~3 KiB
 MAX_MANIFEST_BYTES = 4 << 30  # 10^7 entries of ~200 bytes
-# Peak RSS of one worker building and auditing worlds (benchmarks/bench_memory.py: small 195-207 MiB, default
-# 264-288 and up to 354 over 50 worlds, large 758-808; benchmarks/bench_build.py over 50 worlds of today's
-# generator and auditor: small 305, default 544), rounded up by ~15-25%: K workers need about K times this,
-# more than the machine's physical memory is refused before anything is built, and a Ray task asks for it.
-WORKER_PEAK_MIB = {"small": 370, "default": 650, "large": 950}
+# Peak RSS of one worker building and auditing worlds (benchmarks/bench_build.py over 50 worlds, 2026-12-02:
+# small 334 MiB, default 482, large 1,694; the README's 1,000 default worlds: 656, a worker holding a telecom
+# world), rounded up by ~15-20%: K workers need about K times this, more than the machine's physical memory is
+# refused before anything is built, and a Ray task asks for it.
+WORKER_PEAK_MIB = {"small": 400, "default": 760, "large": 2000}
 # Address-space cap of a worker process: ~3x the largest world's virtual peak (2.4 GiB at --size large), so a
 # runaway world fails with one line instead of taking the machine down. Workers only, never the caller's process.
 WORKER_ADDRESS_SPACE = 8 << 30

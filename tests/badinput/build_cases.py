@@ -189,7 +189,10 @@ def release_locks() -> None:
 def big_machine_skip() -> str | None:
     import psutil
 
-    return "this machine could run 256 large workers" if psutil.virtual_memory().total > 256 * 950 << 20 else None
+    from worldgen.build import WORKER_PEAK_MIB
+
+    large = WORKER_PEAK_MIB["large"] << 20
+    return "this machine could run 256 large workers" if psutil.virtual_memory().total > 256 * large else None
 
 
 def no_ray() -> str | None:
