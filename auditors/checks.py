@@ -24,6 +24,7 @@ from auditors.worldio import (
 )
 from contracts.audit import CheckResult
 from contracts.errors import WorldFormatError
+from contracts.frames import with_column
 from contracts.hashing import file_sha256, series_sha256
 from contracts.keys import BASE_TABLE, ID_COLUMNS, is_text_key, shown, template
 from contracts.model import Contract, Deliverable
@@ -564,7 +565,7 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
         column = r["column"]
         numeric = frame.schema[column].is_numeric()
         if kind == "id_variants" and (restored := _variants_restored(frame[column], r["changes"])) is not None:
-            frame = _with_column(frame, restored)
+            frame = with_column(frame, restored)
             continue
         values = (
             frame[column].cast(pl.Float64).to_numpy().copy()
@@ -602,19 +603,8 @@ def undo(frame: pl.DataFrame, records: list[dict]) -> pl.DataFrame:
             frame = frame.drop(r["new_column"])
         else:
             raise ValueError(f"unknown defect kind {kind!r}")
-        frame = _with_column(frame, pl.Series(column, values, strict=False, nan_to_null=numeric))
+        frame = with_column(frame, pl.Series(column, values, strict=False, nan_to_null=numeric))
     return frame
-
-
-def _with_column(frame: pl.DataFrame, column: pl.Series) -> pl.DataFrame:
-    """frame.with_columns(column) for a column of the frame's height that replaces one of its own: a copy of
-    the frame (its columns shared, the caller's frame untouched) with that one column swapped in, without
-    the query that with_columns plans and runs."""
-    if column.name not in frame.columns or column.len() != frame.height:
-        return frame.with_columns(column)
-    copy = frame.clone()
-    copy.replace_column(copy.get_column_index(column.name), column)
-    return copy
 
 
 def frames_match(observed: pl.DataFrame, expected: pl.DataFrame) -> str | None:

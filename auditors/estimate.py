@@ -316,9 +316,8 @@ class ChildModel:
     def panel_mean(self, parent: str) -> float:
         """The mean of a parent's daily panel over its reported cells (what a lag holds its gaps at)."""
         if parent not in self._means:
-            with (
-                warnings.catch_warnings()
-            ):  # a panel with no reported cell has no mean (NaN): numpy would say so on stderr
+            # A panel with no reported cell has no mean (NaN): numpy would say so on stderr.
+            with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 self._means[parent] = np.nanmean(self.rows.panels[parent])
         return self._means[parent]

@@ -9,7 +9,8 @@ import polars as pl
 import pytest
 
 from auditors import checks
-from auditors.checks import _with_column, undo
+from auditors.checks import undo
+from contracts.frames import with_column as _with_column
 
 KEY_TEXTS = ["A-1", "a1", "a 1", "B-2", "b2", "é", "", "x", "Ünï  code", None]
 

@@ -13,8 +13,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from contracts.frames import with_column
 from contracts.hashing import file_sha256
-from worldgen.defects import MissingValues, _at, _pick, _values_at, with_column
+from worldgen.defects import MissingValues, _at, _pick, _values_at
 from worldgen.observe import _frame_nan_to_null
 from worldgen.write import _Digests, _write_parquet_hashed, write_parquet
 

@@ -163,16 +163,6 @@ def _region_weights(contract: Contract, units: dict[str, np.ndarray]) -> np.ndar
     return (1 - EVEN_REGION_SHARE) * held / held.sum() + EVEN_REGION_SHARE / len(regions)
 
 
-def _parties(
-    contract: Contract, fake: Faker | None, rng: np.random.Generator, where: np.ndarray
-) -> dict[str, np.ndarray]:
-    """Parties with their names from Faker's word lists, or empty names (but the same draws) without `fake`."""
-    table, first_pick, last_pick = _party_draws(contract, rng, where)
-    if fake is not None:
-        table["name"] = _name_list("first_names")[first_pick] + " " + _name_list("last_names")[last_pick]
-    return table
-
-
 def _party_draws(
     contract: Contract, rng: np.random.Generator, where: np.ndarray
 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from contracts.frames import with_column
 from contracts.keys import BASE_TABLE, shown, template
 from contracts.model import TIME_SUFFIX, Contract, Deliverable, DeliveredColumn
 from worldgen.canonical import CanonicalState
@@ -31,7 +32,6 @@ from worldgen.defects import (
     SpellingVariants,
     UnitDrift,
     _at,
-    with_column,
 )
 from worldgen.entities import _stable_order as entities_stable_order
 from worldgen.naming import STRFTIME
