@@ -77,11 +77,12 @@ MAX_RAY_WORKERS = 100_000  # Ray tasks at once (--executor ray): a cluster, not 
 MAX_BUILD_JSON_BYTES = 64 * KIB  # ours is ~300 bytes
 MAX_WORLD_JSON_BYTES = 16 * MIB  # ours is ~3 KiB
 MAX_MANIFEST_BYTES = 4 << 30  # 10^7 entries of ~200 bytes
-# Peak RSS of one worker building and auditing worlds (benchmarks/bench_build.py over 50 worlds, 2026-12-02:
-# small 334 MiB, default 482, large 1,694; the README's 1,000 default worlds: 656, a worker holding a telecom
-# world), rounded up by ~15-20%: K workers need about K times this, more than the machine's physical memory is
-# refused before anything is built, and a Ray task asks for it.
-WORKER_PEAK_MIB = {"small": 400, "default": 760, "large": 2000}
+# Peak RSS of one worker building and auditing worlds, the largest seen (benchmarks/bench_build.py, 2026-12-02,
+# on two machines: small 414 MiB over 1,000 worlds, default 656 over 1,000, large 1,969 over 200), rounded up
+# by ~20%: K workers need about K times this, more than the machine's physical memory is refused before
+# anything is built, and a Ray task asks for it. A longer build meets bigger worlds, so the peak creeps up with n
+# (default: 633 MiB over 200 worlds, 651 over 1,000) while a worker's memory does not grow world to world.
+WORKER_PEAK_MIB = {"small": 500, "default": 800, "large": 2400}
 # Address-space cap of a worker process: ~3x the largest world's virtual peak (2.4 GiB at --size large), so a
 # runaway world fails with one line instead of taking the machine down. Workers only, never the caller's process.
 WORKER_ADDRESS_SPACE = 8 << 30
