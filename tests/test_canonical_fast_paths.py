@@ -12,7 +12,7 @@ from personas import builtin_personas
 from worldgen import canonical, phenomena, skeleton
 from worldgen.build import persona_for
 from worldgen.contract import WorldSpec, build_contract
-from worldgen.entities import PERSON_DAY_CAP, _over_cap, _stable_order
+from worldgen.entities import PERSON_DAY_CAP, _over_cap
 from worldgen.estimation import (
     _Curve,
     _decided,
@@ -26,6 +26,7 @@ from worldgen.estimation import (
 from worldgen.mechanisms import saturation_curve, shift_periods
 from worldgen.packs import get_pack
 from worldgen.seeding import Streams
+from worldgen.sorting import stable_order as _stable_order
 
 
 def _draft(index: int):

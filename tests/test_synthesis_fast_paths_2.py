@@ -18,12 +18,13 @@ from personas import builtin_personas
 from worldgen import skeleton
 from worldgen.build import persona_for
 from worldgen.contract import WorldSpec, build_contract
-from worldgen.entities import _faker, _Pool, _seconds_of_day, _stable_order, place_events
+from worldgen.entities import _faker, _Pool, _seconds_of_day, place_events
 from worldgen.estimation import _swapped_solutions, _swapped_solutions_plain
 from worldgen.grid import Grid
 from worldgen.observation import _points_below, nan_mean_sd
 from worldgen.packs import get_pack
 from worldgen.seeding import Streams
+from worldgen.sorting import stable_order as _stable_order
 
 # Every Faker method unit names use (`entities._unit_name`), and the plain word pickers under them.
 NAME_METHODS = ("company", "city", "name", "city_suffix", "first_name", "last_name", "company_suffix")

@@ -12,7 +12,7 @@ import pytest
 
 from tests.test_canonical_fast_paths import TREND_WORLDS, _draft
 from worldgen import canonical, observation, phenomena
-from worldgen.entities import RADIX_DIGIT_BITS, RADIX_MIN_ROWS, _stable_order, draw_entities, draw_events
+from worldgen.entities import draw_entities, draw_events
 from worldgen.grid import Grid
 from worldgen.observation import (
     DISTINCT_MIN_ROWS,
@@ -21,6 +21,8 @@ from worldgen.observation import (
     _answer_columns,
     _hash_buckets,
 )
+from worldgen.sorting import RADIX_DIGIT_BITS, RADIX_MIN_ROWS
+from worldgen.sorting import stable_order as _stable_order
 
 RADIX_TOP = (1 << (2 * RADIX_DIGIT_BITS)) - 1  # the largest key the radix passes take
 

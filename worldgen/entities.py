@@ -22,6 +22,7 @@ from faker import Faker
 from contracts.calendar import open_for_all, weekdays
 from contracts.model import Contract
 from worldgen.grid import Grid
+from worldgen.sorting import stable_order
 
 UNIT_CODES = (1000, 10000)  # master codes are four-digit numbers, issued in no particular order
 PARTY_CODES = (100_000, 1_000_000)  # party numbers are six digits
@@ -293,7 +294,7 @@ def place_events(
     time = day * 86400 + _seconds_of_day(contract, day.size, rng)
     # By time, then unit, then cell: the rows are in unit-major cell order, so a stable sort by time alone
     # leaves ties in that order (a smaller key than time * units + unit, which a radix sort passes over fewer times).
-    order = _stable_order(time, day.size)
+    order = stable_order(time, day.size)
     unit_idx, day, time = unit_idx[order], day[order], time[order]
     grid.set_events(unit_idx, day)
     return unit_idx, day, time
@@ -477,7 +478,7 @@ def _over_cap_ranked(chosen: np.ndarray, day: np.ndarray) -> np.ndarray:
     """`_over_cap` by ranking every event by party-day."""
     n, days = len(day), int(day.max(initial=0)) + 1
     key = chosen * days + day
-    order = _stable_order(key, n)
+    order = stable_order(key, n)
     ranked = key[order]
     over = np.zeros(n, dtype=bool)
     # Sorted by (party-day, row), an event is over the cap when the one PERSON_DAY_CAP places earlier shares
@@ -519,34 +520,6 @@ def _over_cap_after(
 
 TOUCHED_CELLS_PER_EVENT = 8  # `_over_cap_after`'s table of touched party-days: at most this many cells an event,
 MIN_TOUCHED_CELLS = 1 << 16  # or this many (a table larger than that costs more to clear than np.isin's sort)
-
-
-def _stable_order(key: np.ndarray, n: int) -> np.ndarray:
-    """The stable argsort of non-negative int64 keys (ties in row order), as np.lexsort((arange(n), key))
-    gives it. Many keys take stable passes over their 16-bit digits (numpy's radix sort), low digit first,
-    each pass sorting the rows as the passes before left them: two passes for keys below 2**32, ~2x faster
-    than one sort of 64-bit values. Few keys: the row number is packed in the low bits below the key so that
-    every value is distinct and a plain sort, several times faster than a stable argsort, gives the same
-    order, and masked back out (a shift and a mask cost less than a multiplication and a remainder); keys
-    too large to pack fall back."""
-    if n >= RADIX_MIN_ROWS and int(key.min()) >= 0:
-        top, shift, order = int(key.max()), 0, None
-        digit = (1 << RADIX_DIGIT_BITS) - 1
-        while True:
-            digits = ((key if order is None else key.take(order)) >> shift) & digit
-            step = np.argsort(digits.astype(np.uint16), kind="stable")
-            order = step if order is None else order.take(step)
-            shift += RADIX_DIGIT_BITS
-            if top >> shift == 0:
-                return order
-    bits = int(n).bit_length()  # rows 0 .. n - 1 fit in this many bits
-    if n == 0 or int(key.max()) >= 1 << (63 - bits):
-        return np.argsort(key, kind="stable")
-    return np.sort((key << bits) | np.arange(n, dtype=np.int64)) & ((1 << bits) - 1)
-
-
-RADIX_DIGIT_BITS = 16  # numpy's stable argsort of 16-bit integers is a counting (radix) sort
-RADIX_MIN_ROWS = 2048  # fewer rows: one packed sort is as fast (measured: equal at 1000 rows, 2.4x slower at 2000)
 
 
 GUIDE_BUCKETS_PER_MEMBER = 4  # a pool's search guide: a few sums a bucket at most, usually

@@ -33,8 +33,8 @@ from worldgen.defects import (
     UnitDrift,
     _at,
 )
-from worldgen.entities import _stable_order as entities_stable_order
 from worldgen.naming import STRFTIME
+from worldgen.sorting import stable_order
 
 FIT_COLUMNS = 2  # a fit needs the child and its parents in a row: blanks in any of them drop it
 
@@ -195,10 +195,10 @@ PRESORTED_MAX_SHARE = 0.01  # codes with at most this share of descents are most
 
 def _stable_order(codes: np.ndarray) -> np.ndarray:
     """`np.argsort(codes, kind="stable")` of non-negative int64 codes: numpy's timsort for codes mostly in
-    order, else `entities._stable_order` (16-bit radix passes; a packed plain sort for few rows)."""
+    order, else `sorting.stable_order` (16-bit radix passes; a packed plain sort for few rows)."""
     if len(codes) < 2 or np.count_nonzero(codes[1:] < codes[:-1]) <= PRESORTED_MAX_SHARE * len(codes):
         return np.argsort(codes, kind="stable")
-    return entities_stable_order(codes, len(codes))
+    return stable_order(codes, len(codes))
 
 
 def _order_code(series: pl.Series, room: int) -> tuple[np.ndarray, bool] | None:
